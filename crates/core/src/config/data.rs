@@ -1,0 +1,46 @@
+use super::tagged::config_enum;
+use serde::Deserialize;
+
+config_enum! {
+/// Samplers feeding a trainer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SamplerConfig {
+    /// `xpm_torch.samplers.PairwiseSampler`.
+    Pairwise(PairwiseSamplerConfig) = "xpm_torch.samplers.PairwiseSampler",
+}
+}
+
+/// Yields (query, preferred document, other document) triplets from graded relevance.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PairwiseSamplerConfig {
+    /// The documents and their grades.
+    pub dataset: DatasetConfig,
+}
+
+config_enum! {
+/// Learning-to-rank datasets.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DatasetConfig {
+    /// `xpm_torch.data.SyntheticLtrDataset`.
+    Synthetic(SyntheticLtrConfig) = "xpm_torch.data.SyntheticLtrDataset",
+}
+}
+
+/// Documents with features `x ~ N(0, I)` graded 0–4 by `w·x + noise` for a hidden unit vector `w`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SyntheticLtrConfig {
+    /// Seed of the hidden weight `w`: datasets sharing it share the signal.
+    pub signal_seed: u64,
+    /// Seed of the documents and noise.
+    pub seed: u64,
+    /// Number of queries.
+    pub num_queries: u64,
+    /// Documents per query.
+    pub docs_per_query: u64,
+    /// Feature dimension.
+    pub num_features: u64,
+    /// Standard deviation of the noise added to `w·x` before grading.
+    pub noise: f64,
+}

@@ -1,0 +1,9 @@
+//! Records, datasets and samplers.
+
+mod ltr;
+mod pairwise;
+mod synthetic;
+
+pub use ltr::*;
+pub use pairwise::*;
+pub use synthetic::*;

@@ -1,0 +1,88 @@
+use std::fmt;
+
+/// Result of every fallible operation of the core.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can stop a run, with a stable [`Error::code`] the binding hands to JavaScript.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The configuration document is malformed or inconsistent; `path` is the dotted config path.
+    #[error("{path}: {message}")]
+    Config {
+        /// Dotted path from the root configuration, e.g. `trainer.hooks[0].margin`.
+        path: String,
+        /// What is wrong and what to do.
+        message: String,
+    },
+    /// libtorch raised an exception (shape mismatch, out of memory, ...).
+    #[error("libtorch error: {0}")]
+    Torch(TorchMessage),
+    /// The training thread panicked; the run is abandoned but the process lives on.
+    #[error("internal error (panic in the training thread): {0}")]
+    Panic(String),
+    /// The run was interrupted on request.
+    #[error("training was cancelled")]
+    Cancelled,
+}
+
+impl Error {
+    /// Stable machine-readable code, mirrored by the TypeScript error classes.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::Config { .. } => "ERR_CONFIG",
+            Error::Torch(_) => "ERR_TORCH",
+            Error::Panic(_) => "ERR_PANIC",
+            Error::Cancelled => "ERR_CANCELLED",
+        }
+    }
+
+    /// A configuration error at `path`.
+    pub fn config(path: impl Into<String>, message: impl Into<String>) -> Self {
+        Error::Config {
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// A libtorch message without the C++ backtrace libtorch appends to it.
+#[derive(Debug)]
+pub struct TorchMessage(pub String);
+
+impl fmt::Display for TorchMessage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<tch::TchError> for Error {
+    fn from(err: tch::TchError) -> Self {
+        let full = match err {
+            tch::TchError::Torch(msg) => msg,
+            other => other.to_string(),
+        };
+        let cut = full
+            .find("\nException raised from")
+            .or_else(|| full.find("Exception raised from"))
+            .unwrap_or(full.len());
+        Error::Torch(TorchMessage(full[..cut].trim().to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn torch_errors_lose_their_backtrace() {
+        let err: Error = tch::TchError::Torch(
+            "mat1 and mat2 shapes cannot be multiplied (4x3 and 5x2)\nException raised from at::foo\nframe #0".into(),
+        )
+        .into();
+        assert_eq!(
+            err.to_string(),
+            "libtorch error: mat1 and mat2 shapes cannot be multiplied (4x3 and 5x2)"
+        );
+        assert_eq!(err.code(), "ERR_TORCH");
+    }
+}

@@ -1,0 +1,15 @@
+//! The training engine of xpm-torch: configuration mirrors, data, models, losses, optimizers and
+//! the learner loop, over libtorch through `tch`. It knows nothing of Node; the binding crate
+//! hands it a JSON configuration and an [`learner::Observer`].
+#![warn(missing_docs)]
+
+pub mod config;
+pub mod data;
+mod error;
+pub mod learner;
+pub mod losses;
+pub mod models;
+pub mod optim;
+pub mod rng;
+
+pub use error::{Error, Result};

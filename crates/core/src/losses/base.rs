@@ -1,0 +1,27 @@
+use tch::Tensor;
+
+use crate::config::LossConfig;
+use crate::Result;
+
+/// A loss over pairs of scores.
+pub trait PairwiseLoss: Send {
+    /// The name metrics are logged under (the reference's, e.g. `pair-hinge`).
+    fn name(&self) -> &'static str;
+    /// Weight in the trainer's sum of losses.
+    fn weight(&self) -> f64;
+    /// Sum of the per-pair losses for preferred scores `positive` and other scores `negative`.
+    ///
+    /// # Errors
+    /// A libtorch error.
+    fn sum(&self, positive: &Tensor, negative: &Tensor) -> Result<Tensor>;
+}
+
+/// Builds the loss a configuration describes.
+pub fn pairwise_loss(config: &LossConfig) -> Box<dyn PairwiseLoss> {
+    match config {
+        LossConfig::PairwiseHinge(c) => Box::new(super::HingeLoss {
+            weight: c.weight,
+            margin: c.margin,
+        }),
+    }
+}

@@ -1,0 +1,5 @@
+//! Models the learner can train.
+
+mod mlp;
+
+pub use mlp::*;

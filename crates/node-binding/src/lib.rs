@@ -1,0 +1,9 @@
+//! The Node binding of xpm-torch: JSON in, a Promise and events out. No training logic lives
+//! here; see `xpm-torch-core`.
+#![deny(clippy::all)]
+
+mod events;
+mod learn;
+mod outcome;
+mod self_test;
+mod thread;

@@ -1,0 +1,19 @@
+use serde_json::{json, Value};
+use xpm_torch_core::Error;
+
+/// What every asynchronous export resolves to: `{ok: true, output}` or `{ok: false, error}`.
+/// Errors travel as data so that TypeScript can raise its typed error classes with their code.
+pub fn to_json(result: Result<Value, Error>) -> String {
+    match result {
+        Ok(output) => json!({ "ok": true, "output": output }),
+        Err(err) => {
+            let mut error = json!({ "code": err.code(), "message": err.to_string() });
+            if let Error::Config { path, message } = &err {
+                error["path"] = json!(path);
+                error["detail"] = json!(message);
+            }
+            json!({ "ok": false, "error": error })
+        }
+    }
+    .to_string()
+}

@@ -1,0 +1,143 @@
+#!/usr/bin/env node
+// The developer entry point behind `npm run setup|build|demo|test|lint`. From a fresh clone it
+// installs the npm packages, compiles the TypeScript, provisions libtorch 2.11 into the cache,
+// builds the Rust addon, then does what was asked. Every step is skipped or incremental when
+// already done. Only Node built-ins here: this runs before node_modules exists.
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, statSync } from "node:fs";
+import { homedir, tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = dirname(dirname(fileURLToPath(import.meta.url)));
+const bin = (name) => join(root, "node_modules", ".bin", name);
+const cache = process.env.XPM_TORCH_CACHE || join(process.env.XDG_CACHE_HOME || join(homedir(), ".cache"), "xpm-torch");
+
+function step(title) {
+  console.log(`\n== ${title}`);
+}
+
+function run(command, args, env = process.env) {
+  console.log(`$ ${[command, ...args].join(" ")}`);
+  const result = spawnSync(command, args, { cwd: root, stdio: "inherit", env });
+  if (result.error) throw new Error(`${command}: ${result.error.message}`);
+  if (result.status !== 0) process.exit(result.status ?? 1);
+}
+
+// Runs a test command, echoing its output, and returns [passed, failed] as counted by `parse`.
+function runCounted(command, args, env, parse) {
+  console.log(`$ ${[command, ...args].join(" ")}`);
+  const result = spawnSync(command, args, { cwd: root, env, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"], maxBuffer: 1 << 28 });
+  if (result.error) throw new Error(`${command}: ${result.error.message}`);
+  process.stdout.write(result.stdout);
+  if (result.status !== 0) process.exit(result.status ?? 1);
+  return parse(result.stdout);
+}
+
+function cargoCounts(output) {
+  let passed = 0;
+  let failed = 0;
+  for (const m of output.matchAll(/test result: \w+\. (\d+) passed; (\d+) failed/g)) {
+    passed += Number(m[1]);
+    failed += Number(m[2]);
+  }
+  return [passed, failed];
+}
+
+function capture(command, args) {
+  const result = spawnSync(command, args, { cwd: root, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] });
+  if (result.status !== 0) process.exit(result.status ?? 1);
+  return result.stdout.trim();
+}
+
+const mtime = (path) => statSync(path, { throwIfNoEntry: false })?.mtimeMs ?? 0;
+
+function npmPackages() {
+  const stamp = join(root, "node_modules", ".package-lock.json");
+  if (existsSync(stamp) && mtime(stamp) >= mtime(join(root, "package-lock.json"))) return;
+  step("npm packages");
+  run("npm", ["ci", "--no-audit", "--no-fund"]);
+}
+
+function typescript() {
+  step("TypeScript");
+  run(bin("tsc"), ["-p", "tsconfig.json"]);
+}
+
+function libtorch() {
+  step("libtorch");
+  run(process.execPath, ["dist/cli.js", "setup"]);
+  return capture(process.execPath, ["dist/cli.js", "libtorch-path"]);
+}
+
+// Builds live in the cache, outside the clone, so a new clone (CI) reuses the compiled libtorch
+// glue; LIBTORCH keeps one absolute path so torch-sys is not rebuilt.
+function cargoEnv(torchRoot) {
+  return {
+    ...process.env,
+    LIBTORCH: torchRoot,
+    CARGO_TARGET_DIR: process.env.CARGO_TARGET_DIR || join(cache, "cargo-target"),
+  };
+}
+
+function addon(env) {
+  step("Rust addon");
+  run(
+    bin("napi"),
+    ["build", "--platform", "--release", "--manifest-path", "crates/node-binding/Cargo.toml",
+      "--output-dir", ".", "--js", "binding.cjs", "--dts", "binding.d.cts"],
+    env,
+  );
+}
+
+function build() {
+  npmPackages();
+  typescript();
+  const env = cargoEnv(libtorch());
+  addon(env);
+  return env;
+}
+
+const commands = {
+  setup() {
+    npmPackages();
+    typescript();
+    libtorch();
+  },
+  build,
+  demo() {
+    build();
+    step("demo");
+    run(process.execPath, ["dist/cli.js", "demo"]);
+  },
+  test() {
+    const env = build();
+    step("Rust tests");
+    const rust = runCounted("cargo", ["test", "--release", "--workspace"], env, cargoCounts);
+    step("TypeScript tests");
+    const report = join(mkdtempSync(join(tmpdir(), "xpm-vitest-")), "report.json");
+    run(bin("vitest"), ["run", "--reporter=default", "--reporter=json", `--outputFile.json=${report}`]);
+    const vitest = JSON.parse(readFileSync(report, "utf8"));
+    const passed = rust[0] + vitest.numPassedTests;
+    const failed = rust[1] + vitest.numFailedTests;
+    console.log(`\nRust ${rust[0]} passed, TypeScript ${vitest.numPassedTests} passed`);
+    console.log(`tests: ${passed} passed, ${failed} failed`);
+  },
+  lint() {
+    const env = build();
+    step("lint");
+    run("cargo", ["fmt", "--all", "--check"], env);
+    run("cargo", ["clippy", "--release", "-p", "xpm-torch-core", "--all-targets", "--", "-D", "warnings"], env);
+    // The addon's exports exist only as N-API registrations, which a test build leaves unused.
+    run("cargo", ["clippy", "--release", "-p", "xpm-torch-node", "--lib", "--", "-D", "warnings"], env);
+    run(bin("tsc"), ["-p", "tsconfig.test.json"]);
+  },
+};
+
+const name = process.argv[2];
+const command = commands[name];
+if (!command) {
+  console.error(`usage: node scripts/dev.mjs ${Object.keys(commands).join("|")}`);
+  process.exit(2);
+}
+command();

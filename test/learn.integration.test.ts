@@ -1,0 +1,120 @@
+import { describe, expect, it } from "vitest";
+
+import {
+  ConfigError,
+  HingeLoss,
+  InternalError,
+  Learner,
+  LossTrainer,
+  MlpScorer,
+  PairwiseSampler,
+  SyntheticLtrDataset,
+  TorchError,
+  demoLearner,
+  learn,
+  type LearnerConfig,
+} from "../ts/index.js";
+import { unwrapOutcome } from "../ts/learn.js";
+import { loadNative } from "../ts/native.js";
+import { nodeEval, userEnv } from "./helpers/node.js";
+
+const losses = (r: { epochs: readonly { loss: number }[] }) => r.epochs.map((e) => e.loss);
+
+function withModelWidth(config: LearnerConfig, input_dim: number): LearnerConfig {
+  return Learner.C({ ...config, model: MlpScorer.C({ input_dim, hidden_dims: [8] }) });
+}
+
+describe("learn() through the native binding", () => {
+  it("trains the demo to at least 0.90 held-out pairwise accuracy", async () => {
+    const epochs: number[] = [];
+    const result = await learn(demoLearner({ seed: 0 }), { onEpoch: (e) => epochs.push(e.epoch) });
+    expect(epochs).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    expect(result.epochs).toHaveLength(8);
+    const first = result.epochs[0]!;
+    const last = result.epochs[7]!;
+    expect(last.step).toBe(800);
+    expect(last.loss).toBeLessThan(first.loss);
+    expect(last.metrics["heldout/accuracy"]).toBeGreaterThanOrEqual(0.9);
+    expect(last.losses["pair-hinge"]).toBeCloseTo(last.loss, 12);
+  });
+
+  it("gives identical per-epoch losses for the same seed, different ones for another", async () => {
+    const config = demoLearner({ seed: 7, max_epochs: 3, steps_per_epoch: 40 });
+    const [a, b] = await Promise.all([learn(config), learn(config)]);
+    expect(losses(a)).toEqual(losses(b));
+    const c = await learn(demoLearner({ seed: 8, max_epochs: 3, steps_per_epoch: 40 }));
+    expect(losses(c)).not.toEqual(losses(a));
+  });
+
+  it("rejects an invalid config at .C() naming the field", () => {
+    const config = demoLearner();
+    expect(() => Learner.C({ ...config, max_epochs: -1 })).toThrow(ConfigError);
+    expect(() => Learner.C({ ...config, max_epochs: -1 })).toThrow(/^learner\.max_epochs: /);
+  });
+
+  it("turns a libtorch exception into a rejected promise", async () => {
+    // The data has 16 features; a model expecting 5 makes the first matmul fail in libtorch.
+    const config = withModelWidth(demoLearner({ max_epochs: 1, steps_per_epoch: 2 }), 5);
+    const error = await learn(config).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TorchError);
+    expect((error as TorchError).code).toBe("ERR_TORCH");
+    expect((error as TorchError).message).toMatch(/cannot be multiplied/);
+    expect((error as TorchError).message).not.toMatch(/Exception raised from/);
+  });
+
+  it("turns a panic in the training thread into a rejected promise and lives on", async () => {
+    const { binding } = loadNative();
+    const outcome = await binding.panicInTrainingThread("boom from a test");
+    expect(() => unwrapOutcome(outcome)).toThrow(InternalError);
+    expect(() => unwrapOutcome(outcome)).toThrow(/boom from a test/);
+    const after = await learn(demoLearner({ max_epochs: 1, steps_per_epoch: 5 }));
+    expect(after.epochs).toHaveLength(1);
+  });
+
+  it("reports Rust-side config rules with their path", async () => {
+    const base = demoLearner({ max_epochs: 1, steps_per_epoch: 1 });
+    const flat = SyntheticLtrDataset.C({ signal_seed: 1, seed: 1, num_queries: 3, docs_per_query: 1, num_features: 16 });
+    const trainer = LossTrainer.C({ sampler: PairwiseSampler.C({ dataset: flat }), hooks: [HingeLoss.C({})] });
+    const error = await learn(Learner.C({ ...base, trainer })).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).path).toBe("learner.trainer.sampler");
+  });
+
+  it("keeps the event loop responsive while training", async () => {
+    const gaps: number[] = [];
+    let last = performance.now();
+    const timer = setInterval(() => {
+      const now = performance.now();
+      gaps.push(now - last);
+      last = now;
+    }, 10);
+    const started = performance.now();
+    await learn(demoLearner({ max_epochs: 4, steps_per_epoch: 1000 }), { onProgress: () => {} });
+    const elapsed = performance.now() - started;
+    clearInterval(timer);
+    expect(elapsed).toBeGreaterThan(1000);
+    // A blocked loop would show one gap as long as the run; a free one ticks all along.
+    expect(Math.max(...gaps)).toBeLessThan(250);
+    expect(gaps.length).toBeGreaterThan(elapsed / 10 / 4);
+  });
+
+  it("surfaces a throwing callback as the rejection, not a crash", async () => {
+    const run = learn(demoLearner({ max_epochs: 2, steps_per_epoch: 5 }), {
+      onEpoch: () => {
+        throw new Error("listener failed");
+      },
+    });
+    await expect(run).rejects.toThrow("listener failed");
+  });
+
+  it("lets node exit once learn() has resolved", () => {
+    const code =
+      "const m = await import('xpm-torch');" +
+      "const r = await m.learn(m.demoLearner({ max_epochs: 1, steps_per_epoch: 5 }), { onProgress() {} });" +
+      "console.log(r.epochs.length);";
+    const out = nodeEval(code, userEnv(), 30_000);
+    expect(out.signal).toBeNull();
+    expect(out.stdout.trim()).toBe("1");
+    expect(out.status).toBe(0);
+  });
+});

@@ -1,0 +1,43 @@
+import {
+  Adam,
+  HingeLoss,
+  Learner,
+  LossTrainer,
+  MlpScorer,
+  PairwiseAccuracyListener,
+  PairwiseSampler,
+  ParameterOptimizer,
+  Random,
+  SyntheticLtrDataset,
+} from "./config/classes.js";
+import type { LearnerConfig } from "./learn.js";
+
+export interface DemoOptions {
+  readonly seed?: number;
+  readonly max_epochs?: number;
+  readonly steps_per_epoch?: number;
+  readonly num_features?: number;
+}
+
+/**
+ * The demo task: an MLP learns a planted ranking signal from preference pairs with the
+ * hinge loss and Adam, and reports its pairwise accuracy on held-out queries.
+ */
+export function demoLearner(options: DemoOptions = {}): LearnerConfig {
+  const num_features = options.num_features ?? 16;
+  const data = (seed: number, num_queries: number) =>
+    SyntheticLtrDataset.C({ signal_seed: 2026, seed, num_queries, docs_per_query: 20, num_features, noise: 0.3 });
+  return Learner.C({
+    random: Random.C({ seed: options.seed ?? 0 }),
+    model: MlpScorer.C({ input_dim: num_features, hidden_dims: [64, 32] }),
+    trainer: LossTrainer.C({
+      sampler: PairwiseSampler.C({ dataset: data(1, 400) }),
+      batch_size: 128,
+      hooks: [HingeLoss.C({ margin: 1.0 })],
+    }),
+    max_epochs: options.max_epochs ?? 8,
+    steps_per_epoch: options.steps_per_epoch ?? 100,
+    optimizers: [ParameterOptimizer.C({ optimizer: Adam.C({ lr: 3e-3 }) })],
+    listeners: [PairwiseAccuracyListener.C({ id: "heldout", dataset: data(2, 100) })],
+  });
+}
