@@ -82,6 +82,14 @@ function cargoEnv(torchRoot) {
   };
 }
 
+// napi builds for an explicit target triple (target/<triple>/release); cargo test and clippy
+// must use the same one or they compile libtorch's glue a second time.
+function hostTriple() {
+  const host = /^host: (\S+)$/m.exec(capture("rustc", ["-vV"]));
+  if (!host) throw new Error("cannot read the host triple from `rustc -vV`");
+  return host[1];
+}
+
 function addon(env) {
   step("Rust addon");
   run(
@@ -115,7 +123,7 @@ const commands = {
   test() {
     const env = build();
     step("Rust tests");
-    const rust = runCounted("cargo", ["test", "--release", "--workspace"], env, cargoCounts);
+    const rust = runCounted("cargo", ["test", "--release", "--workspace", "--target", hostTriple()], env, cargoCounts);
     step("TypeScript tests");
     const report = join(mkdtempSync(join(tmpdir(), "xpm-vitest-")), "report.json");
     run(bin("vitest"), ["run", "--reporter=default", "--reporter=json", `--outputFile.json=${report}`]);
@@ -129,9 +137,10 @@ const commands = {
     const env = build();
     step("lint");
     run("cargo", ["fmt", "--all", "--check"], env);
-    run("cargo", ["clippy", "--release", "-p", "xpm-torch-core", "--all-targets", "--", "-D", "warnings"], env);
+    const target = ["--release", "--target", hostTriple()];
+    run("cargo", ["clippy", ...target, "-p", "xpm-torch-core", "--all-targets", "--", "-D", "warnings"], env);
     // The addon's exports exist only as N-API registrations, which a test build leaves unused.
-    run("cargo", ["clippy", "--release", "-p", "xpm-torch-node", "--lib", "--", "-D", "warnings"], env);
+    run("cargo", ["clippy", ...target, "-p", "xpm-torch-node", "--lib", "--", "-D", "warnings"], env);
     run(bin("tsc"), ["-p", "tsconfig.test.json"]);
   },
 };

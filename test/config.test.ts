@@ -1,9 +1,19 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, expectTypeOf, it } from "vitest";
 
-import { TYPE_KEY } from "../ts/config/base.js";
-import { Adam, HingeLoss, Learner, PairwiseAccuracyListener, Random, SyntheticLtrDataset } from "../ts/config/classes.js";
+import { TYPE_KEY, registeredClasses } from "../ts/config/class.js";
+import * as c from "../ts/config/classes/index.js";
+import { canonicalFormula } from "../ts/config/formula.js";
+import { identifierOf, setMeta } from "../ts/config/identity.js";
+import { configJsonSchema } from "../ts/config/json-schema.js";
+import { sealedSet } from "../ts/config/types.js";
 import { demoLearner } from "../ts/demo-config.js";
 import { ConfigError } from "../ts/errors.js";
+
+function heldout(config: ReturnType<typeof demoLearner>) {
+  const listener = config.listeners[0];
+  if (!c.PairwiseAccuracyListener.is(listener)) throw new Error("the demo has a PairwiseAccuracyListener");
+  return listener;
+}
 
 function errorOf(fn: () => unknown): ConfigError {
   try {
@@ -15,43 +25,232 @@ function errorOf(fn: () => unknown): ConfigError {
   throw new Error("expected a ConfigError");
 }
 
-describe("configuration objects", () => {
-  it("fill defaults, carry their type id first, and are frozen", () => {
-    const adam = Adam.C({});
+const REQUIRED = Symbol("required");
+const GENERATED = Symbol("generated");
+const OPTIONAL = Symbol("optional");
+const FACTORY = Symbol("factory");
+type Expected = Record<string, unknown>;
+
+// The spec's classes, their parameters in order, and defaults (spec/xpm_torch-api.txt).
+const SPEC: Record<string, Expected> = {
+  "xpm_torch.learner.Learner": {
+    random: REQUIRED, trainer: REQUIRED, model: REQUIRED, max_epochs: 1000, steps_per_epoch: 128,
+    optimizers: REQUIRED, listeners: REQUIRED, checkpoint_interval: 1, logpath: GENERATED,
+    checkpointspath: GENERATED, hooks: [], fabric_config: FACTORY,
+  },
+  "xpm_torch.learner.LearnerListener": { id: REQUIRED },
+  "xpm_torch.learner.CheckpointSettings": { epoch: OPTIONAL },
+  "xpm_torch.learner.Strategy": {},
+  "xpm_torch.trainers.Trainer": { hooks: [], model: OPTIONAL },
+  "xpm_torch.trainers.LossTrainer": { hooks: [], model: OPTIONAL, batcher: FACTORY, sampler: REQUIRED, batch_size: 16, num_workers: 2 },
+  "xpm_torch.trainers.multiple.MultipleTrainer": { hooks: [], model: OPTIONAL, trainers: REQUIRED },
+  "xpm_torch.trainers.context.TrainingHook": {},
+  "xpm_torch.trainers.context.StepTrainingHook": {},
+  "xpm_torch.trainers.context.ValidationHook": {},
+  "xpm_torch.trainers.context.InitializationTrainingHook": {},
+  "xpm_torch.trainers.hooks.LayerFreezer": { selector: REQUIRED },
+  "xpm_torch.trainers.hooks.LayerSharer": { source: REQUIRED, target: REQUIRED },
+  "xpm_torch.validation.ValidationSettings": { listener: REQUIRED, key: REQUIRED },
+  "xpm_torch.trainers.validation.TrainerValidationLoss": {
+    id: REQUIRED, data: REQUIRED, batcher: FACTORY, batch_size: REQUIRED, trainer: REQUIRED, warmup: -1,
+    bestpath: GENERATED, info: GENERATED, validation_interval: 1, early_stop: 0,
+  },
+  "xpm_torch.batchers.Batcher": {},
+  "xpm_torch.batchers.PowerAdaptativeBatcher": {},
+  "xpm_torch.batchers.PredictiveBatcher": {
+    formula: REQUIRED, coefficient_names: REQUIRED, variable_names: REQUIRED, batch_size_variable: "bs",
+    memory_fraction: 0.75, extra_overhead_bytes: 0, min_batch_size: 1, dims_provider: REQUIRED, packer: FACTORY,
+  },
+  "xpm_torch.batchers.BatchDimsProvider": { probe_dims: REQUIRED },
+  "xpm_torch.batchers.ProbePoint": { values: REQUIRED },
+  "xpm_torch.batchers.MicroBatchPacker": {},
+  "xpm_torch.batchers.UniformPacker": {},
+  "xpm_torch.batchers.AdaptivePacker": { sort_by: OPTIONAL },
+  "xpm_torch.losses.batchwise.BatchwiseLoss": { weight: 1.0 },
+  "xpm_torch.losses.batchwise.CrossEntropyLoss": { weight: 1.0 },
+  "xpm_torch.losses.batchwise.SoftmaxCrossEntropy": { weight: 1.0 },
+  "xpm_torch.losses.pairwise.PairwiseLoss": { weight: 1.0 },
+  "xpm_torch.losses.pairwise.CrossEntropyLoss": { weight: 1.0 },
+  "xpm_torch.losses.pairwise.HingeLoss": { weight: 1.0, margin: 1.0 },
+  "xpm_torch.losses.pairwise.PointwiseCrossEntropyLoss": { weight: 1.0 },
+  "xpm_torch.configuration.Strategy": {},
+  "xpm_torch.configuration.FabricConfigurationBase": {},
+  "xpm_torch.configuration.FabricConfiguration": {
+    precision: "32-true", torch_fp32_precision: OPTIONAL, num_nodes: 1, devices: "auto", strategy: "auto", accelerator: "auto",
+  },
+};
+const META = ["id", "checkpoint_interval", "batcher", "num_nodes", "devices", "strategy", "accelerator"];
+
+describe("the spec's configuration classes", () => {
+  const byId = new Map(registeredClasses().map((cls) => [cls.typeId, cls]));
+
+  it.each(Object.entries(SPEC))("%s exists with its parameters and defaults", (typeId, expected) => {
+    const cls = byId.get(typeId);
+    expect(cls, typeId).toBeDefined();
+    if (!cls) return;
+    expect(Object.keys(cls.params)).toEqual(Object.keys(expected));
+    for (const [name, want] of Object.entries(expected)) {
+      const spec = cls.params[name]!.spec;
+      if (want === GENERATED) expect(spec.kind, name).toBe("generated");
+      else if (want === REQUIRED) expect(spec.makeDefault === undefined && !spec.optional, name).toBe(true);
+      else if (want === OPTIONAL) expect(spec.optional && spec.makeDefault === undefined, name).toBe(true);
+      else if (want === FACTORY) expect(spec.factory, name).toBe(true);
+      else expect(spec.makeDefault?.(), name).toEqual(want);
+      if (META.includes(name) && !(typeId.includes("batchers") || name === "batch_size")) {
+        expect(spec.kind, `${typeId}.${name} is Meta`).toBe("meta");
+      }
+    }
+  });
+});
+
+describe("building configurations", () => {
+  it("fills defaults, puts the type id first, freezes", () => {
+    const adam = c.Adam.C({});
     expect(Object.keys(adam)[0]).toBe(TYPE_KEY);
-    expect(adam).toEqual({ [TYPE_KEY]: "xpm_torch.optim.Adam", lr: 1e-3, betas: [0.9, 0.999], eps: 1e-8, weight_decay: 0 });
+    expect(adam).toEqual({ [TYPE_KEY]: "xpm_torch.optim.Adam", lr: 1e-3, weight_decay: 0, eps: 1e-8, betas: [0.9, 0.999] });
     expect(Object.isFrozen(adam)).toBe(true);
-    expect(JSON.stringify(Random.C({}))).toBe('{"__xpmtype__":"xpm_torch.base.Random","seed":0}');
+    expect(() => {
+      (adam as { lr: number }).lr = 2;
+    }).toThrow(TypeError);
+    expect(JSON.stringify(c.Random.C({}))).toBe('{"__xpmtype__":"xpm_torch.base.Random","seed":0}');
   });
 
-  it("reject unknown keys with their path", () => {
-    const error = errorOf(() => HingeLoss.C({ margn: 2 } as never));
-    expect(error.path).toBe("hingeLoss.margn");
-    expect(error.message).toBe("hingeLoss.margn: unknown parameter");
+  it("infers input and output types", () => {
+    expectTypeOf(c.HingeLoss.C).parameter(0).toEqualTypeOf<{ weight?: number; margin?: number }>();
+    expectTypeOf(c.HingeLoss.C({}).margin).toEqualTypeOf<number>();
+    expectTypeOf(c.MlpScorer.C).parameter(0).toHaveProperty("input_dim").toEqualTypeOf<number>();
+    // @ts-expect-error unknown keys are compile errors
+    expect(() => c.HingeLoss.C({ margn: 2 })).toThrow(ConfigError);
+    // @ts-expect-error wrong types are compile errors
+    expect(() => c.HingeLoss.C({ margin: "2" })).toThrow(ConfigError);
   });
 
-  it("reject non-finite numbers, negative sizes and wrong types", () => {
-    expect(errorOf(() => Adam.C({ lr: Number.NaN })).path).toBe("adam.lr");
-    expect(errorOf(() => Adam.C({ lr: Number.POSITIVE_INFINITY })).path).toBe("adam.lr");
-    expect(errorOf(() => Adam.C({ betas: [0.9, 1.5] })).path).toBe("adam.betas[1]");
-    const data = { signal_seed: 0, seed: 0, num_queries: 1, docs_per_query: 2, num_features: 3 };
-    expect(errorOf(() => SyntheticLtrDataset.C({ ...data, num_features: -3 })).path).toBe("syntheticLtrDataset.num_features");
-    expect(errorOf(() => SyntheticLtrDataset.C({ ...data, num_queries: "4" as never })).path).toBe("syntheticLtrDataset.num_queries");
+  it("names the path and rule of every problem", () => {
+    expect(errorOf(() => c.HingeLoss.C({ margn: 2 } as never)).message).toBe("hingeLoss.margn: unknown parameter");
+    expect(errorOf(() => c.Adam.C({ lr: Number.NaN })).path).toBe("adam.lr");
+    expect(errorOf(() => c.Adam.C({ lr: Number.POSITIVE_INFINITY })).path).toBe("adam.lr");
+    expect(errorOf(() => c.Adam.C({ betas: [0.9, 1.5] })).path).toBe("adam.betas[1]");
+    expect(errorOf(() => c.MlpScorer.C({} as never)).message).toBe("mlpScorer.input_dim: required parameter is missing");
+    expect(errorOf(() => c.MlpScorer.C({ input_dim: -3 })).path).toBe("mlpScorer.input_dim");
+    expect(errorOf(() => c.Learner.C({ ...demoLearner(), logpath: "/x" } as never)).message).toBe(
+      "learner.logpath: is generated from the job directory and cannot be set",
+    );
+    expect(errorOf(() => c.Trainer.C({})).message).toBe("trainer: Trainer is abstract: build one of its subclasses");
   });
 
-  it("reject a nested value that is not a configuration of the right class", () => {
-    const config = demoLearner();
-    const error = errorOf(() => Learner.C({ ...config, model: Adam.C({}) as never }));
+  it("refuses a nested value of the wrong class", () => {
+    const error = errorOf(() => c.Learner.C({ ...demoLearner(), model: c.Adam.C({}) as never }));
     expect(error.path).toBe("learner.model");
-    expect(error.message).toContain("expected a MlpScorer configuration");
+    expect(error.message).toContain("expected a Module configuration");
   });
 
-  it("apply the Learner's own rules", () => {
+  it("runs each class's own rules", () => {
     const config = demoLearner();
-    expect(errorOf(() => Learner.C({ ...config, optimizers: [] })).path).toBe("learner.optimizers");
+    expect(errorOf(() => c.Learner.C({ ...config, optimizers: [] })).message).toBe("learner.optimizers: at least one optimizer is needed");
     const listener = config.listeners[0]!;
-    const twice = [listener, PairwiseAccuracyListener.C({ id: listener.id, dataset: listener.dataset })];
-    const error = errorOf(() => Learner.C({ ...config, listeners: twice }));
-    expect(error.message).toBe("learner.listeners: listener ids must be unique");
+    const error = errorOf(() => c.Learner.C({ ...config, listeners: [listener, listener] }));
+    expect(error.message).toBe(`learner.listeners[1].id: "heldout" is already the id of listeners[0]`);
+    const data = c.SyntheticLtrDataset.C({ signal_seed: 1, seed: 1, num_queries: 1, docs_per_query: 2, num_features: 2 });
+    const trainer = c.LossTrainer.C({ sampler: c.PairwiseSampler.C({ dataset: data }), hooks: [c.HingeLoss.C({})] });
+    expect(errorOf(() => c.TrainerValidationLoss.C({ id: "v", data, batch_size: 4, trainer, validation_interval: 2, early_stop: 3 })).message).toBe(
+      "trainerValidationLoss.early_stop: must be a multiple of validation_interval (2), or 0",
+    );
+    expect(errorOf(() => c.LossTrainer.C({ sampler: c.PairwiseSampler.C({ dataset: data }) })).path).toBe("lossTrainer.hooks");
+  });
+});
+
+describe("the PredictiveBatcher", () => {
+  const probes = (...points: Record<string, number>[]) =>
+    c.BatchDimsProvider.C({ probe_dims: sealedSet(...points.map((values) => c.ProbePoint.C({ values }))) });
+  const base = {
+    coefficient_names: ["a", "b", "c"],
+    variable_names: ["bs", "l"],
+    dims_provider: probes({ bs: 1, l: 64 }, { bs: 2, l: 128 }, { bs: 4, l: 64 }),
+  };
+
+  it("canonicalises equivalent formulas to one text and one identifier", () => {
+    const one = c.PredictiveBatcher.C({ ...base, formula: "a*bs*l**2 + b*bs*l + c" });
+    const two = c.PredictiveBatcher.C({ ...base, formula: "c+l*b*bs +  bs*l**2*a" });
+    expect(one.formula).toBe("a*bs*l**2 + b*bs*l + c");
+    expect(two.formula).toBe(one.formula);
+    expect(identifierOf(two)).toBe(identifierOf(one));
+    expect(canonicalFormula("2*a*l - b*bs", new Set(["a", "b"]), new Set(["bs", "l"]))).toBe("2*a*l - b*bs");
+  });
+
+  it("rejects undeclared symbols, non-linear coefficients and bad probes", () => {
+    const at = (formula: string) => errorOf(() => c.PredictiveBatcher.C({ ...base, formula }));
+    expect(at("a*bs*d + b + c").message).toBe('predictiveBatcher.formula: undeclared symbol "d"');
+    expect(at("a*b*bs + c").message).toMatch(/^predictiveBatcher\.formula: the formula is not linear in its coefficients/);
+    expect(at("a**2*bs + b + c").message).toMatch(/not linear/);
+    expect(at("a*bs + b*l").message).toBe("predictiveBatcher.formula: declared coefficients not in the formula: c");
+    const badProbe = errorOf(() => c.PredictiveBatcher.C({ ...base, formula: "a*bs + b*l + c", dims_provider: probes({ bs: 1 }, { bs: 2, l: 1 }, { bs: 3, l: 1 }) }));
+    expect(badProbe.message).toBe("predictiveBatcher.dims_provider.probe_dims[0]: probe variables {bs} must be exactly {bs, l}");
+    expect(errorOf(() => c.PredictiveBatcher.C({ ...base, formula: "a*bs + b*l + c", memory_fraction: 1.5 })).path).toBe("predictiveBatcher.memory_fraction");
+    expect(errorOf(() => c.PredictiveBatcher.C({ ...base, formula: "a*bs + b*l + c", memory_fraction: 0 })).path).toBe("predictiveBatcher.memory_fraction");
+  });
+});
+
+describe("sets", () => {
+  it("are immutable, refuse duplicates, and hash independently of order", () => {
+    const s = sealedSet(1, 2);
+    expect(() => (s as Set<number>).add(3)).toThrow(TypeError);
+    const provider = (order: number[]) =>
+      c.BatchDimsProvider.C({ probe_dims: order.map((bs) => c.ProbePoint.C({ values: { bs } })) });
+    expect(identifierOf(provider([1, 2, 3]))).toBe(identifierOf(provider([3, 1, 2])));
+    const names = (xs: string[]) => ({ ...base(), coefficient_names: xs });
+    const base = () => ({ formula: "a*bs + b", variable_names: ["bs"], dims_provider: provider([1, 2]) });
+    expect(identifierOf(c.PredictiveBatcher.C(names(["a", "b"])))).toBe(identifierOf(c.PredictiveBatcher.C(names(["b", "a"]))));
+    expect(errorOf(() => c.PredictiveBatcher.C(names(["a", "a", "b"]))).message).toBe(
+      "predictiveBatcher.coefficient_names: a set cannot hold the same value twice",
+    );
+  });
+});
+
+describe("identifiers", () => {
+  it("use the Python type ids", () => {
+    expect(c.Learner.typeId.toLowerCase()).toBe("xpm_torch.learner.learner");
+    expect(identifierOf(demoLearner())).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it("do not depend on key order", () => {
+    const a = c.HingeLoss.C({ weight: 0.5, margin: 2 });
+    const b = c.HingeLoss.C({ margin: 2, weight: 0.5 });
+    expect(identifierOf(b)).toBe(identifierOf(a));
+  });
+
+  it("ignore Meta parameters and follow Params", () => {
+    const config = demoLearner();
+    const id = identifierOf(config);
+    expect(identifierOf(c.Learner.C({ ...config, checkpoint_interval: 5 }))).toBe(id);
+    const renamed = c.PairwiseAccuracyListener.C({ id: "other", dataset: heldout(config).dataset });
+    expect(identifierOf(c.Learner.C({ ...config, listeners: [renamed] }))).toBe(id);
+    const fabric = c.FabricConfiguration.C({ devices: "2", accelerator: "cpu" });
+    expect(identifierOf(c.Learner.C({ ...config, fabric_config: fabric }))).toBe(id);
+    expect(identifierOf(c.Learner.C({ ...config, max_epochs: config.max_epochs + 1 }))).not.toBe(id);
+    expect(identifierOf(c.Learner.C({ ...config, fabric_config: c.FabricConfiguration.C({ precision: "bf16-mixed" }) }))).not.toBe(id);
+  });
+
+  it("skip ignore-default parameters left at their default", () => {
+    expect(identifierOf(c.HingeLoss.C({}))).toBe(identifierOf(c.HingeLoss.C({ weight: 1, margin: 1 })));
+    expect(identifierOf(c.HingeLoss.C({ margin: 2 }))).not.toBe(identifierOf(c.HingeLoss.C({})));
+  });
+
+  it("leave out meta-marked configurations", () => {
+    const config = demoLearner();
+    const extra = setMeta(c.PairwiseAccuracyListener.C({ id: "extra", dataset: heldout(config).dataset }), true);
+    expect(identifierOf(c.Learner.C({ ...config, listeners: [...config.listeners, extra] }))).toBe(identifierOf(config));
+  });
+});
+
+describe("JSON Schema export", () => {
+  it("describes every buildable class", () => {
+    const schema = configJsonSchema() as { $defs: Record<string, { properties: Record<string, unknown>; required: string[] }> };
+    const hinge = schema.$defs["xpm_torch.losses.pairwise.HingeLoss"]!;
+    expect(Object.keys(hinge.properties)).toEqual([TYPE_KEY, "weight", "margin"]);
+    expect(hinge.required).toEqual([TYPE_KEY]);
+    const learner = schema.$defs["xpm_torch.learner.Learner"]!;
+    expect(learner.required).toEqual([TYPE_KEY, "random", "trainer", "model", "optimizers", "listeners"]);
+    expect(learner.properties.logpath).toBeUndefined();
+    expect(schema.$defs["xpm_torch.trainers.Trainer"]).toBeUndefined();
   });
 });

@@ -9,6 +9,8 @@ commands:
   setup [--cuda] [--force]   make libtorch ${TORCH_VERSION} available (downloads the torch wheel into the cache)
   libtorch-path              print the directory xpm-torch loads libtorch from
   demo                       train the demo model and print per-epoch loss and held-out accuracy
+  schema                     print the JSON Schema of every configuration class (for editors)
+  check-identifiers FILE     run identifier test vectors (xpm-identifier-vectors/1) from FILE
 `;
 
 async function main(argv: readonly string[]): Promise<number> {
@@ -31,6 +33,16 @@ async function main(argv: readonly string[]): Promise<number> {
       const { runDemo } = await import("./demo.js");
       await runDemo();
       return 0;
+    }
+    case "schema": {
+      await import("./config/classes/index.js");
+      const { configJsonSchema } = await import("./config/json-schema.js");
+      console.log(JSON.stringify(configJsonSchema(), null, 2));
+      return 0;
+    }
+    case "check-identifiers": {
+      const { checkIdentifiers } = await import("./identity/check-identifiers.js");
+      return checkIdentifiers(rest, { out: (l) => console.log(l), err: (l) => console.error(l) });
     }
     case undefined:
     case "help":

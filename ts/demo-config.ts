@@ -9,7 +9,7 @@ import {
   ParameterOptimizer,
   Random,
   SyntheticLtrDataset,
-} from "./config/classes.js";
+} from "./config/classes/index.js";
 import type { LearnerConfig } from "./learn.js";
 
 export interface DemoOptions {

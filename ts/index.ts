@@ -4,9 +4,15 @@ import { loadNative } from "./native.js";
 
 loadNative();
 
-export * from "./config/classes.js";
-export { TYPE_KEY, type Config, type ConfigClass, type ConfigOf } from "./config/base.js";
+export * from "./config/classes/index.js";
+export { TYPE_KEY, type Config, type ConfigClass, type ConfigOf, type InstanceOf, configOf, defineConfig } from "./config/class.js";
+export { param, meta, constant, generated, type ParamKind } from "./config/declare.js";
+export { sealedSet } from "./config/types.js";
+export * as types from "./config/types.js";
+export { identifierOf, setMeta } from "./config/identity.js";
 export * from "./errors.js";
 export { learn, type EpochReport, type LearnOptions, type LearnResult, type LearnerConfig, type StepProgress } from "./learn.js";
+export { JobLockedError, defaultWorkspace } from "./workspace/job.js";
+export { readParamsJson, writeParamsJson } from "./workspace/params-json.js";
 export { demoLearner, type DemoOptions } from "./demo-config.js";
 export { TORCH_VERSION } from "./paths.js";

@@ -1,7 +1,9 @@
-import type { Learner } from "./config/classes.js";
-import type { ConfigOf } from "./config/base.js";
-import { type NativeErrorPayload, XpmTorchError, fromNative } from "./errors.js";
+import type { ConfigOf } from "./config/class.js";
+import type { Learner } from "./config/classes/learner.js";
+import { toWire } from "./config/wire.js";
+import { type NativeErrorPayload, fromNative } from "./errors.js";
 import { loadNative } from "./native.js";
+import { type Job, acquireLock, defaultWorkspace, jobOf, markDone, markFailed, prepareJobDirectory, storedResult } from "./workspace/job.js";
 
 /** A Learner configuration, as `Learner.C({...})` returns it. */
 export type LearnerConfig = ConfigOf<typeof Learner>;
@@ -32,9 +34,17 @@ export interface StepProgress {
 /** What `learn()` resolves to. */
 export interface LearnResult {
   readonly epochs: readonly EpochReport[];
+  /** The job directory (holds params.json, logs, checkpoints). */
+  readonly jobDir: string;
+  /** The task's identifier. */
+  readonly identifier: string;
+  /** True when the job had already finished and its stored result was returned. */
+  readonly cached: boolean;
 }
 
 export interface LearnOptions {
+  /** Where jobs go; default `XPM_TORCH_WORKSPACE`, else `./xpm-workspace`. */
+  readonly workspace?: string;
   /** Called after every epoch. */
   readonly onEpoch?: (report: EpochReport) => void;
   /** Called as steps complete (at most every 100 ms). */
@@ -42,6 +52,7 @@ export interface LearnOptions {
 }
 
 type NativeEvent = { kind: "step"; progress: StepProgress } | { kind: "epoch"; report: EpochReport };
+type StoredResult = Pick<LearnResult, "epochs">;
 
 /** Parses an outcome the binding resolved with, throwing the typed error of a failed job. */
 export function unwrapOutcome<T>(json: string): T {
@@ -50,12 +61,7 @@ export function unwrapOutcome<T>(json: string): T {
   return outcome.output;
 }
 
-/**
- * Trains the model a Learner describes. The loop runs on a thread of its own in the Rust core;
- * the Node event loop stays free meanwhile.
- * @throws ConfigError, TorchError, InternalError (all {@link XpmTorchError}).
- */
-export async function learn(config: LearnerConfig, options: LearnOptions = {}): Promise<LearnResult> {
+async function train(config: LearnerConfig, job: Job, options: LearnOptions): Promise<StoredResult> {
   const { binding } = loadNative();
   // A throwing callback must not become an uncaught exception that kills the process: keep the
   // first error and raise it from learn() itself.
@@ -70,10 +76,33 @@ export async function learn(config: LearnerConfig, options: LearnOptions = {}): 
     }
   };
   const wantsEvents = options.onEpoch !== undefined || options.onProgress !== undefined;
-  const outcome = await binding.learn(JSON.stringify(config), wantsEvents ? onEvent : undefined);
-  const result = unwrapOutcome<LearnResult>(outcome);
+  const outcome = await binding.learn(JSON.stringify(toWire(config, job.paths)), wantsEvents ? onEvent : undefined);
+  const result = unwrapOutcome<StoredResult>(outcome);
   if (callbackError !== undefined) throw callbackError;
   return result;
 }
 
-export { XpmTorchError };
+/**
+ * Runs a Learner task in its job directory `<workspace>/jobs/<type id>/<identifier>/`. The loop
+ * runs on a thread of its own in the Rust core; the Node event loop stays free meanwhile. A job
+ * that already finished returns its stored result without training; a job running in another
+ * process makes this call fail with JobLockedError.
+ * @throws ConfigError, TorchError, InternalError, JobLockedError (all XpmTorchError).
+ */
+export async function learn(config: LearnerConfig, options: LearnOptions = {}): Promise<LearnResult> {
+  const job = jobOf(config, options.workspace ?? defaultWorkspace());
+  const done = storedResult<StoredResult>(job);
+  if (done) return { ...done, jobDir: job.dir, identifier: job.identifier, cached: true };
+  const release = acquireLock(job);
+  try {
+    prepareJobDirectory(config, job);
+    const result = await train(config, job, options);
+    markDone(job, result);
+    return { ...result, jobDir: job.dir, identifier: job.identifier, cached: false };
+  } catch (error) {
+    markFailed(job, error);
+    throw error;
+  } finally {
+    release();
+  }
+}

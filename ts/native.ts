@@ -10,6 +10,7 @@ import { type LibtorchInstall, locateLibtorch, notFoundMessage } from "./libtorc
 export interface NativeBinding {
   learn(configJson: string, onEvent?: (event: string) => void): Promise<string>;
   panicInTrainingThread(message: string): Promise<string>;
+  readConfig(configJson: string): string;
 }
 
 // glibc's value; Node does not export it. Keeps the preloaded libraries mapped after

@@ -2,6 +2,7 @@
 //! here; see `xpm-torch-core`.
 #![deny(clippy::all)]
 
+mod contract;
 mod events;
 mod learn;
 mod outcome;

@@ -1,73 +1,76 @@
-use super::tagged::config_enum;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-use super::{LossConfig, ModelConfig, ParameterOptimizerConfig, SamplerConfig};
+use super::tagged::{config_enum, config_types};
+use super::{
+    FabricConfiguration, HookConfig, ModelConfig, PairwiseAccuracyListenerConfig,
+    ParameterOptimizerConfig, TrainerConfig, TrainerValidationLossConfig, Typed,
+};
 use crate::{Error, Result};
 
 /// `xpm_torch.learner.Learner`: the training task.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct LearnerConfig {
-    /// Type id of the task.
-    #[serde(rename = "__xpmtype__", default)]
-    pub xpm_type: Option<String>,
     /// Seeds every random choice of the run.
-    pub random: RandomConfig,
-    /// The model to learn.
-    pub model: ModelConfig,
+    pub random: Typed<RandomConfig>,
     /// How batches are made and turned into a loss.
     pub trainer: TrainerConfig,
+    /// The model to learn.
+    pub model: ModelConfig,
     /// Number of epochs.
     pub max_epochs: u64,
     /// Steps (optimizer updates) per epoch.
     pub steps_per_epoch: u64,
     /// Parameter optimizers; the first one whose selection claims a parameter owns it.
-    pub optimizers: Vec<ParameterOptimizerConfig>,
+    pub optimizers: Vec<Typed<ParameterOptimizerConfig>>,
     /// Called after every epoch (validation, metrics).
-    #[serde(default)]
     pub listeners: Vec<ListenerConfig>,
+    /// Epochs between checkpoints.
+    pub checkpoint_interval: u64,
+    /// TensorBoard logs (generated in the job directory).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logpath: Option<String>,
+    /// Checkpoints (generated in the job directory).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpointspath: Option<String>,
+    /// Learner-level hooks (gradient clipping, logging).
+    pub hooks: Vec<HookConfig>,
+    /// Precision and devices.
+    pub fabric_config: Typed<FabricConfiguration>,
 }
 
 /// `xpm_torch.base.Random`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RandomConfig {
-    /// Type id.
-    #[serde(rename = "__xpmtype__", default)]
-    pub xpm_type: Option<String>,
     /// The seed.
-    #[serde(default)]
     pub seed: u64,
 }
 
-config_enum! {
-/// The trainers.
-#[derive(Debug, Clone, PartialEq)]
-pub enum TrainerConfig {
-    /// `xpm_torch.trainers.LossTrainer`.
-    Loss(LossTrainerConfig) = "xpm_torch.trainers.LossTrainer",
-}
-}
-
-/// A trainer that samples batches and minimises the weighted sum of its losses.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+/// `xpm_torch.learner.CheckpointSettings`.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct LossTrainerConfig {
-    /// Where records come from.
-    pub sampler: SamplerConfig,
-    /// Records per batch.
-    pub batch_size: u64,
-    /// Losses (training hooks contributing a loss).
-    pub hooks: Vec<LossConfig>,
+pub struct CheckpointSettings {
+    /// The epoch of the checkpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub epoch: Option<u64>,
+}
+
+config_types! {
+    LearnerConfig = "xpm_torch.learner.Learner",
+    RandomConfig = "xpm_torch.base.Random",
+    CheckpointSettings = "xpm_torch.learner.CheckpointSettings",
 }
 
 config_enum! {
-/// Listeners run after each epoch.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ListenerConfig {
-    /// Pairwise accuracy of the model on a held-out dataset.
-    PairwiseAccuracy(PairwiseAccuracyListenerConfig) = "xpm_torch.listeners.PairwiseAccuracyListener",
-}
+    /// Listeners run after each epoch.
+    #[derive(Debug, Clone, PartialEq)]
+    pub enum ListenerConfig {
+        /// Pairwise accuracy of the model on a held-out dataset.
+        PairwiseAccuracy(PairwiseAccuracyListenerConfig) = "xpm_torch.listeners.PairwiseAccuracyListener",
+        /// The trainer's loss on held-out data.
+        ValidationLoss(Box<TrainerValidationLossConfig>) = "xpm_torch.trainers.validation.TrainerValidationLoss",
+    }
 }
 
 impl ListenerConfig {
@@ -75,31 +78,22 @@ impl ListenerConfig {
     pub fn id(&self) -> &str {
         match self {
             ListenerConfig::PairwiseAccuracy(c) => &c.id,
+            ListenerConfig::ValidationLoss(c) => &c.id,
         }
     }
 }
 
-/// Measures the fraction of preference pairs the model orders correctly.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PairwiseAccuracyListenerConfig {
-    /// Unique id; metrics are logged as `<id>/accuracy`.
-    pub id: String,
-    /// The held-out data.
-    pub dataset: super::DatasetConfig,
-}
-
 impl LearnerConfig {
-    /// Cross-field rules serde cannot express.
+    /// Rules the TypeScript side also checks, repeated so that hand-written JSON gets them too.
     ///
     /// # Errors
     /// [`Error::Config`] naming the offending path.
     pub fn validate(&self) -> Result<()> {
-        let positive = [
+        for (path, value) in [
             ("learner.max_epochs", self.max_epochs),
             ("learner.steps_per_epoch", self.steps_per_epoch),
-        ];
-        for (path, value) in positive {
+            ("learner.checkpoint_interval", self.checkpoint_interval),
+        ] {
             if value == 0 {
                 return Err(Error::config(path, "must be at least 1"));
             }
@@ -108,19 +102,6 @@ impl LearnerConfig {
             return Err(Error::config(
                 "learner.optimizers",
                 "at least one optimizer is needed",
-            ));
-        }
-        let TrainerConfig::Loss(trainer) = &self.trainer;
-        if trainer.batch_size == 0 {
-            return Err(Error::config(
-                "learner.trainer.batch_size",
-                "must be at least 1",
-            ));
-        }
-        if trainer.hooks.is_empty() {
-            return Err(Error::config(
-                "learner.trainer.hooks",
-                "a LossTrainer needs at least one loss",
             ));
         }
         let mut seen = std::collections::HashSet::new();
@@ -134,7 +115,8 @@ impl LearnerConfig {
         }
         self.model.validate("learner.model")?;
         for (i, opt) in self.optimizers.iter().enumerate() {
-            opt.validate(&format!("learner.optimizers[{i}]"))?;
+            opt.optimizer
+                .validate(&format!("learner.optimizers[{i}].optimizer"))?;
         }
         Ok(())
     }

@@ -1,27 +1,38 @@
+use serde::{Deserialize, Serialize};
+
 use super::tagged::config_enum;
-use serde::Deserialize;
 
 config_enum! {
-/// Losses a [`super::LossTrainerConfig`] minimises.
-#[derive(Debug, Clone, PartialEq)]
-pub enum LossConfig {
-    /// `xpm_torch.losses.pairwise.HingeLoss`.
-    PairwiseHinge(HingeLossConfig) = "xpm_torch.losses.pairwise.HingeLoss",
+    /// Training hooks of a trainer: its losses.
+    #[derive(Debug, Clone, PartialEq)]
+    pub enum LossConfig {
+        /// `max(0, margin - (s+ - s-))`.
+        PairwiseHinge(HingeLossConfig) = "xpm_torch.losses.pairwise.HingeLoss",
+        /// `softplus(s- - s+)`.
+        PairwiseCrossEntropy(WeightOnly) = "xpm_torch.losses.pairwise.CrossEntropyLoss",
+        /// Binary cross-entropy on each score of the pairs.
+        PairwisePointwiseCrossEntropy(WeightOnly) = "xpm_torch.losses.pairwise.PointwiseCrossEntropyLoss",
+        /// Binary cross-entropy of batchwise scores against relevances.
+        BatchwiseCrossEntropy(WeightOnly) = "xpm_torch.losses.batchwise.CrossEntropyLoss",
+        /// InfoNCE over each query's documents.
+        BatchwiseSoftmaxCrossEntropy(WeightOnly) = "xpm_torch.losses.batchwise.SoftmaxCrossEntropy",
+    }
 }
+
+/// A loss whose only parameter is its weight.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct WeightOnly {
+    /// Weight of the loss in the trainer's sum.
+    pub weight: f64,
 }
 
 /// `max(0, margin - (s+ - s-))`, averaged over pairs and multiplied by `weight`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct HingeLossConfig {
     /// Weight of the loss in the trainer's sum.
-    #[serde(default = "one")]
     pub weight: f64,
     /// The margin.
-    #[serde(default = "one")]
     pub margin: f64,
-}
-
-fn one() -> f64 {
-    1.0
 }

@@ -1,20 +1,34 @@
-//! Serde mirrors of the configuration JSON the TypeScript side emits. Every object carries its
-//! type id under [`TYPE_KEY`]; unknown fields are errors.
+//! Serde mirrors of the configuration JSON the TypeScript side emits (`ts/config/wire.ts`).
+//! TypeScript is the source of truth for names and defaults: every value arrives explicitly,
+//! every object opens with its type id under [`TYPE_KEY`], and unknown fields are errors.
 
+mod any;
+mod batchers;
 mod data;
+mod fabric;
+mod hooks;
 mod learner;
 mod losses;
 mod models;
 mod optim;
 mod parse;
-mod tagged;
+pub(crate) mod tagged;
+mod trainers;
+mod validation;
 
+pub use any::*;
+pub use batchers::*;
 pub use data::*;
+pub use fabric::*;
+pub use hooks::*;
 pub use learner::*;
 pub use losses::*;
 pub use models::*;
 pub use optim::*;
-pub use parse::parse_learner;
+pub use parse::{parse_any, parse_learner};
+pub use tagged::{ConfigType, Typed};
+pub use trainers::*;
+pub use validation::*;
 
 #[cfg(test)]
 pub(crate) mod tests_support;

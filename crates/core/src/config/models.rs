@@ -1,19 +1,19 @@
-use super::tagged::config_enum;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
+use super::tagged::config_enum;
 use crate::{Error, Result};
 
 config_enum! {
-/// The models.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ModelConfig {
-    /// `xpm_torch.models.MlpScorer`.
-    Mlp(MlpScorerConfig) = "xpm_torch.models.MlpScorer",
-}
+    /// The models.
+    #[derive(Debug, Clone, PartialEq)]
+    pub enum ModelConfig {
+        /// `xpm_torch.models.MlpScorer`.
+        Mlp(MlpScorerConfig) = "xpm_torch.models.MlpScorer",
+    }
 }
 
 /// A multi-layer perceptron mapping a feature vector to one relevance score.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct MlpScorerConfig {
     /// Number of input features.

@@ -1,5 +1,20 @@
-use super::LearnerConfig;
+use serde::de::DeserializeOwned;
+
+use super::{AnyConfig, LearnerConfig, Typed};
 use crate::{Error, Result};
+
+fn parse<T: DeserializeOwned>(json: &str, root: &str) -> Result<T> {
+    let de = &mut serde_json::Deserializer::from_str(json);
+    serde_path_to_error::deserialize(de).map_err(|err| {
+        let path = err.path().to_string();
+        let path = if path == "." {
+            root.to_string()
+        } else {
+            format!("{root}.{path}")
+        };
+        Error::config(path, err.inner().to_string())
+    })
+}
 
 /// Reads a Learner configuration document, naming the config path of the first problem.
 ///
@@ -7,18 +22,17 @@ use crate::{Error, Result};
 /// [`Error::Config`] when the JSON is malformed, has unknown fields, wrong types, or breaks a rule
 /// that only the whole configuration can check.
 pub fn parse_learner(json: &str) -> Result<LearnerConfig> {
-    let de = &mut serde_json::Deserializer::from_str(json);
-    let config: LearnerConfig = serde_path_to_error::deserialize(de).map_err(|err| {
-        let path = err.path().to_string();
-        let path = if path == "." {
-            "learner".to_string()
-        } else {
-            format!("learner.{path}")
-        };
-        Error::config(path, err.inner().to_string())
-    })?;
+    let Typed(config) = parse::<Typed<LearnerConfig>>(json, "learner")?;
     config.validate()?;
     Ok(config)
+}
+
+/// Reads any configuration object the core knows (the contract test's entry point).
+///
+/// # Errors
+/// [`Error::Config`] naming the path of the first problem.
+pub fn parse_any(json: &str) -> Result<AnyConfig> {
+    parse(json, "config")
 }
 
 #[cfg(test)]
@@ -86,5 +100,35 @@ mod tagged_tests {
         let err = parse_learner(&json).unwrap_err().to_string();
         assert!(err.starts_with("learner.trainer.hooks[0]"), "{err}");
         assert!(err.contains("first key"), "{err}");
+    }
+}
+
+#[cfg(test)]
+mod round_trip_tests {
+    use super::*;
+    use crate::config::tests_support::demo_config_json;
+
+    #[test]
+    fn a_learner_reads_back_as_written() {
+        let input: serde_json::Value = serde_json::from_str(&demo_config_json()).unwrap();
+        let read = parse_any(&demo_config_json()).unwrap();
+        assert_eq!(read.type_id(), "xpm_torch.learner.Learner");
+        assert_eq!(serde_json::to_value(&read).unwrap(), input);
+        let text = serde_json::to_string(&read).unwrap();
+        assert!(
+            text.starts_with(r#"{"__xpmtype__":"xpm_torch.learner.Learner","#),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_single_class_position_checks_its_type_id() {
+        let json = demo_config_json().replace(
+            r#""__xpmtype__":"xpm_torch.base.Random""#,
+            r#""__xpmtype__":"xpm_torch.base.Other""#,
+        );
+        let err = parse_learner(&json).unwrap_err().to_string();
+        assert!(err.starts_with("learner.random"), "{err}");
+        assert!(err.contains("xpm_torch.base.Random"), "{err}");
     }
 }

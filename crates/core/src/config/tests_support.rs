@@ -1,4 +1,4 @@
-//! A small but complete configuration shared by the core's tests.
+//! A small but complete configuration, in the wire format the TypeScript side writes.
 
 pub(crate) fn demo_config_json() -> String {
     let dataset = |seed: u64, queries: u64| {
@@ -9,14 +9,20 @@ pub(crate) fn demo_config_json() -> String {
     format!(
         r#"{{"__xpmtype__":"xpm_torch.learner.Learner",
         "random":{{"__xpmtype__":"xpm_torch.base.Random","seed":5}},
-        "model":{{"__xpmtype__":"xpm_torch.models.MlpScorer","input_dim":8,"hidden_dims":[16]}},
-        "trainer":{{"__xpmtype__":"xpm_torch.trainers.LossTrainer","batch_size":32,
+        "trainer":{{"__xpmtype__":"xpm_torch.trainers.LossTrainer",
+            "hooks":[{{"__xpmtype__":"xpm_torch.losses.pairwise.HingeLoss","weight":1.0,"margin":1.0}}],
+            "batcher":{{"__xpmtype__":"xpm_torch.batchers.Batcher"}},
             "sampler":{{"__xpmtype__":"xpm_torch.samplers.PairwiseSampler","dataset":{train}}},
-            "hooks":[{{"__xpmtype__":"xpm_torch.losses.pairwise.HingeLoss","weight":1.0,"margin":1.0}}]}},
+            "batch_size":32,"num_workers":2}},
+        "model":{{"__xpmtype__":"xpm_torch.models.MlpScorer","input_dim":8,"hidden_dims":[16]}},
         "max_epochs":3,"steps_per_epoch":20,
         "optimizers":[{{"__xpmtype__":"xpm_torch.optim.ParameterOptimizer",
-            "optimizer":{{"__xpmtype__":"xpm_torch.optim.Adam","lr":0.01}}}}],
-        "listeners":[{{"__xpmtype__":"xpm_torch.listeners.PairwiseAccuracyListener","id":"heldout","dataset":{heldout}}}]}}"#,
+            "optimizer":{{"__xpmtype__":"xpm_torch.optim.Adam","lr":0.01,"weight_decay":0.0,"eps":1e-8,"betas":[0.9,0.999]}},
+            "filter":{{"__xpmtype__":"xpm_torch.optim.ParameterFilter"}}}}],
+        "listeners":[{{"__xpmtype__":"xpm_torch.listeners.PairwiseAccuracyListener","id":"heldout","dataset":{heldout}}}],
+        "checkpoint_interval":1,"logpath":"/tmp/job/runs","checkpointspath":"/tmp/job/checkpoints","hooks":[],
+        "fabric_config":{{"__xpmtype__":"xpm_torch.configuration.FabricConfiguration","precision":"32-true",
+            "num_nodes":1,"devices":"auto","strategy":"auto","accelerator":"auto"}}}}"#,
         train = dataset(1, 60),
         heldout = dataset(2, 20),
     )

@@ -1,6 +1,5 @@
 use tch::Tensor;
 
-use crate::config::LossConfig;
 use crate::Result;
 
 /// A loss over pairs of scores.
@@ -14,14 +13,4 @@ pub trait PairwiseLoss: Send {
     /// # Errors
     /// A libtorch error.
     fn sum(&self, positive: &Tensor, negative: &Tensor) -> Result<Tensor>;
-}
-
-/// Builds the loss a configuration describes.
-pub fn pairwise_loss(config: &LossConfig) -> Box<dyn PairwiseLoss> {
-    match config {
-        LossConfig::PairwiseHinge(c) => Box::new(super::HingeLoss {
-            weight: c.weight,
-            margin: c.margin,
-        }),
-    }
 }

@@ -1,0 +1,79 @@
+use super::tagged::config_enum;
+use super::*;
+
+config_enum! {
+    /// Any configuration class the core reads: what the contract test round-trips.
+    #[derive(Debug, Clone, PartialEq)]
+    pub enum AnyConfig {
+        /// A Learner.
+        Learner(Box<LearnerConfig>) = "xpm_torch.learner.Learner",
+        /// A seed.
+        Random(RandomConfig) = "xpm_torch.base.Random",
+        /// A checkpoint selector.
+        CheckpointSettings(CheckpointSettings) = "xpm_torch.learner.CheckpointSettings",
+        /// Devices and precision.
+        Fabric(FabricConfiguration) = "xpm_torch.configuration.FabricConfiguration",
+        /// A loss.
+        Hinge(HingeLossConfig) = "xpm_torch.losses.pairwise.HingeLoss",
+        /// A loss.
+        PairwiseCrossEntropy(WeightOnly) = "xpm_torch.losses.pairwise.CrossEntropyLoss",
+        /// A loss.
+        PointwiseCrossEntropy(WeightOnly) = "xpm_torch.losses.pairwise.PointwiseCrossEntropyLoss",
+        /// A loss.
+        BatchwiseCrossEntropy(WeightOnly) = "xpm_torch.losses.batchwise.CrossEntropyLoss",
+        /// A loss.
+        SoftmaxCrossEntropy(WeightOnly) = "xpm_torch.losses.batchwise.SoftmaxCrossEntropy",
+        /// A hook.
+        GradientClipping(GradientClippingConfig) = "xpm_torch.optim.GradientClippingHook",
+        /// A hook.
+        GradientLog(GradientLogConfig) = "xpm_torch.optim.GradientLogHook",
+        /// A batcher.
+        Batcher(NoParams) = "xpm_torch.batchers.Batcher",
+        /// A batcher.
+        PowerAdaptativeBatcher(NoParams) = "xpm_torch.batchers.PowerAdaptativeBatcher",
+        /// A batcher.
+        PredictiveBatcher(PredictiveBatcherConfig) = "xpm_torch.batchers.PredictiveBatcher",
+        /// Probe points.
+        BatchDimsProvider(BatchDimsProviderConfig) = "xpm_torch.batchers.BatchDimsProvider",
+        /// A probe point.
+        ProbePoint(ProbePointConfig) = "xpm_torch.batchers.ProbePoint",
+        /// A packer.
+        UniformPacker(NoParams) = "xpm_torch.batchers.UniformPacker",
+        /// A packer.
+        AdaptivePacker(AdaptivePackerConfig) = "xpm_torch.batchers.AdaptivePacker",
+        /// A trainer.
+        LossTrainer(LossTrainerConfig) = "xpm_torch.trainers.LossTrainer",
+        /// A trainer.
+        MultipleTrainer(MultipleTrainerConfig) = "xpm_torch.trainers.multiple.MultipleTrainer",
+        /// An optimizer.
+        Sgd(SgdConfig) = "xpm_torch.optim.SGD",
+        /// An optimizer.
+        Adam(AdamConfig) = "xpm_torch.optim.Adam",
+        /// An optimizer.
+        AdamW(AdamConfig) = "xpm_torch.optim.AdamW",
+        /// A schedule.
+        LinearWithWarmup(LinearWithWarmupConfig) = "xpm_torch.schedulers.LinearWithWarmup",
+        /// A schedule.
+        CosineWithWarmup(CosineWithWarmupConfig) = "xpm_torch.schedulers.CosineWithWarmup",
+        /// A schedule.
+        LinearWithWarmupAndMaxEpochs(LinearWithWarmupAndMaxEpochsConfig) = "xpm_torch.schedulers.LinearWithWarmupAndMaxEpochs",
+        /// A filter.
+        ParameterFilter(NoParams) = "xpm_torch.optim.ParameterFilter",
+        /// A filter.
+        RegexParameterFilter(RegexFilterConfig) = "xpm_torch.optim.RegexParameterFilter",
+        /// An optimizer with its selection.
+        ParameterOptimizer(ParameterOptimizerConfig) = "xpm_torch.optim.ParameterOptimizer",
+        /// A listener.
+        TrainerValidationLoss(Box<TrainerValidationLossConfig>) = "xpm_torch.trainers.validation.TrainerValidationLoss",
+        /// A listener.
+        PairwiseAccuracyListener(PairwiseAccuracyListenerConfig) = "xpm_torch.listeners.PairwiseAccuracyListener",
+        /// Validation checkpoint selector.
+        ValidationSettings(ValidationSettings) = "xpm_torch.validation.ValidationSettings",
+        /// A model.
+        MlpScorer(MlpScorerConfig) = "xpm_torch.models.MlpScorer",
+        /// A dataset.
+        SyntheticLtrDataset(SyntheticLtrConfig) = "xpm_torch.data.SyntheticLtrDataset",
+        /// A sampler.
+        PairwiseSampler(PairwiseSamplerConfig) = "xpm_torch.samplers.PairwiseSampler",
+    }
+}

@@ -1,0 +1,84 @@
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::tagged::{config_enum, config_types};
+use super::{NoParams, Typed};
+
+config_enum! {
+    /// How an outer batch is split into micro-batches.
+    #[derive(Debug, Clone, PartialEq)]
+    pub enum BatcherConfig {
+        /// No micro-batching.
+        Plain(NoParams) = "xpm_torch.batchers.Batcher",
+        /// Shrinks the micro-batch on out-of-memory (single process only).
+        PowerAdaptative(NoParams) = "xpm_torch.batchers.PowerAdaptativeBatcher",
+        /// Sizes micro-batches from a fitted memory formula.
+        Predictive(PredictiveBatcherConfig) = "xpm_torch.batchers.PredictiveBatcher",
+    }
+}
+
+/// `xpm_torch.batchers.PredictiveBatcher`.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PredictiveBatcherConfig {
+    /// Canonical cost formula, linear in the coefficients.
+    pub formula: String,
+    /// Unknown coefficients of the formula.
+    pub coefficient_names: Vec<String>,
+    /// Input variables of the formula.
+    pub variable_names: Vec<String>,
+    /// The variable that is the micro-batch size.
+    pub batch_size_variable: String,
+    /// Fraction of free memory the batches may use.
+    pub memory_fraction: f64,
+    /// Bytes kept out of the budget.
+    pub extra_overhead_bytes: u64,
+    /// Smallest micro-batch.
+    pub min_batch_size: u64,
+    /// Probe points and batch dimensions.
+    pub dims_provider: Typed<BatchDimsProviderConfig>,
+    /// How outer batches are packed.
+    pub packer: PackerConfig,
+}
+
+/// `xpm_torch.batchers.BatchDimsProvider`.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct BatchDimsProviderConfig {
+    /// Points at which memory is probed.
+    pub probe_dims: Vec<Typed<ProbePointConfig>>,
+}
+
+/// `xpm_torch.batchers.ProbePoint`.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProbePointConfig {
+    /// Variable name to value.
+    pub values: BTreeMap<String, u64>,
+}
+
+config_types! {
+    BatchDimsProviderConfig = "xpm_torch.batchers.BatchDimsProvider",
+    ProbePointConfig = "xpm_torch.batchers.ProbePoint",
+}
+
+config_enum! {
+    /// Micro-batch packers.
+    #[derive(Debug, Clone, PartialEq)]
+    pub enum PackerConfig {
+        /// One micro-batch size per outer batch.
+        Uniform(NoParams) = "xpm_torch.batchers.UniformPacker",
+        /// Greedy packing.
+        Adaptive(AdaptivePackerConfig) = "xpm_torch.batchers.AdaptivePacker",
+    }
+}
+
+/// `xpm_torch.batchers.AdaptivePacker`.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdaptivePackerConfig {
+    /// Variable to sort records by, descending.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sort_by: Option<String>,
+}

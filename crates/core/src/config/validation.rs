@@ -1,0 +1,47 @@
+use serde::{Deserialize, Serialize};
+
+use super::tagged::config_types;
+use super::{BatcherConfig, DatasetConfig, ListenerConfig, LossTrainerConfig, Typed};
+
+/// `xpm_torch.trainers.validation.TrainerValidationLoss`.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrainerValidationLossConfig {
+    /// Unique id.
+    pub id: String,
+    /// The held-out data.
+    pub data: DatasetConfig,
+    /// Micro-batching.
+    pub batcher: BatcherConfig,
+    /// Batch size.
+    pub batch_size: u64,
+    /// The trainer whose losses are measured.
+    pub trainer: Typed<LossTrainerConfig>,
+    /// Epochs before validating.
+    pub warmup: i64,
+    /// Best checkpoints (generated).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bestpath: Option<String>,
+    /// Metric values per epoch (generated).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub info: Option<String>,
+    /// Epochs between validations.
+    pub validation_interval: u64,
+    /// Epochs without improvement before stopping (0: never).
+    pub early_stop: u64,
+}
+
+/// `xpm_torch.validation.ValidationSettings`.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ValidationSettings {
+    /// The listener.
+    pub listener: ListenerConfig,
+    /// The metric key.
+    pub key: String,
+}
+
+config_types! {
+    LossTrainerConfig = "xpm_torch.trainers.LossTrainer",
+    ValidationSettings = "xpm_torch.validation.ValidationSettings",
+}

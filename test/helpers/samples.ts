@@ -1,0 +1,123 @@
+// One configuration of every buildable class, with every parameter away from its default, for
+// the contract and params.json round-trip tests.
+import * as c from "../../ts/config/classes/index.js";
+import { sealedSet } from "../../ts/config/types.js";
+
+const dataset = (seed: number) =>
+  c.SyntheticLtrDataset.C({ signal_seed: 3, seed, num_queries: 7, docs_per_query: 5, num_features: 4, noise: 0.25 });
+const hinge = () => c.HingeLoss.C({ weight: 0.5, margin: 2 });
+const probes = () =>
+  c.BatchDimsProvider.C({
+    probe_dims: sealedSet(
+      c.ProbePoint.C({ values: { bs: 1, l: 64 } }),
+      c.ProbePoint.C({ values: { bs: 2, l: 128 } }),
+      c.ProbePoint.C({ values: { bs: 4, l: 64 } }),
+    ),
+  });
+const predictive = () =>
+  c.PredictiveBatcher.C({
+    formula: "c + b*bs*l + a*bs*l**2",
+    coefficient_names: ["a", "b", "c"],
+    variable_names: ["bs", "l"],
+    batch_size_variable: "bs",
+    memory_fraction: 0.5,
+    extra_overhead_bytes: 1024,
+    min_batch_size: 2,
+    dims_provider: probes(),
+    packer: c.AdaptivePacker.C({ sort_by: "l" }),
+  });
+const lossTrainer = () =>
+  c.LossTrainer.C({
+    hooks: [hinge(), c.PairwiseCrossEntropyLoss.C({ weight: 0.25 })],
+    model: c.MlpScorer.C({ input_dim: 4, hidden_dims: [3] }),
+    batcher: predictive(),
+    sampler: c.PairwiseSampler.C({ dataset: dataset(1) }),
+    batch_size: 64,
+    num_workers: 0,
+  });
+const validationLoss = () =>
+  c.TrainerValidationLoss.C({
+    id: "val",
+    data: dataset(9),
+    batcher: c.PowerAdaptativeBatcher.C({}),
+    batch_size: 32,
+    trainer: lossTrainer(),
+    warmup: 2,
+    validation_interval: 2,
+    early_stop: 4,
+  });
+const fabric = () =>
+  c.FabricConfiguration.C({
+    precision: "bf16-mixed",
+    torch_fp32_precision: "medium",
+    num_nodes: 2,
+    devices: "4",
+    strategy: "ddp",
+    accelerator: "cpu",
+  });
+const parameterOptimizer = () =>
+  c.ParameterOptimizer.C({
+    optimizer: c.AdamW.C({ lr: 2e-4, weight_decay: 0.05, eps: 1e-6, betas: [0.8, 0.95] }),
+    scheduler: c.CosineWithWarmup.C({ num_warmup_steps: 10, num_cycles: 1.5 }),
+    module: c.MlpScorer.C({ input_dim: 4, hidden_dims: [3] }),
+    filter: c.RegexParameterFilter.C({ includes: ["weight$"], excludes: ["bias"] }),
+  });
+
+/** A sample per buildable class, by type id. */
+export const SAMPLES: Record<string, () => object> = {
+  "xpm_torch.base.Random": () => c.Random.C({ seed: 42 }),
+  "xpm_torch.learner.CheckpointSettings": () => c.CheckpointSettings.C({ epoch: 3 }),
+  "xpm_torch.configuration.FabricConfiguration": fabric,
+  "xpm_torch.losses.pairwise.HingeLoss": hinge,
+  "xpm_torch.losses.pairwise.CrossEntropyLoss": () => c.PairwiseCrossEntropyLoss.C({ weight: 2 }),
+  "xpm_torch.losses.pairwise.PointwiseCrossEntropyLoss": () => c.PointwiseCrossEntropyLoss.C({ weight: 3 }),
+  "xpm_torch.losses.batchwise.CrossEntropyLoss": () => c.BatchwiseCrossEntropyLoss.C({ weight: 4 }),
+  "xpm_torch.losses.batchwise.SoftmaxCrossEntropy": () => c.SoftmaxCrossEntropy.C({ weight: 5 }),
+  "xpm_torch.optim.GradientClippingHook": () => c.GradientClippingHook.C({ max_norm: 2.5 }),
+  "xpm_torch.optim.GradientLogHook": () => c.GradientLogHook.C({ name: "grad/l2" }),
+  "xpm_torch.batchers.Batcher": () => c.Batcher.C({}),
+  "xpm_torch.batchers.PowerAdaptativeBatcher": () => c.PowerAdaptativeBatcher.C({}),
+  "xpm_torch.batchers.PredictiveBatcher": predictive,
+  "xpm_torch.batchers.BatchDimsProvider": probes,
+  "xpm_torch.batchers.ProbePoint": () => c.ProbePoint.C({ values: { bs: 3, l: 7 } }),
+  "xpm_torch.batchers.UniformPacker": () => c.UniformPacker.C({}),
+  "xpm_torch.batchers.AdaptivePacker": () => c.AdaptivePacker.C({ sort_by: "len" }),
+  "xpm_torch.trainers.LossTrainer": lossTrainer,
+  "xpm_torch.trainers.multiple.MultipleTrainer": () =>
+    c.MultipleTrainer.C({ trainers: { main: lossTrainer(), aux: lossTrainer() }, hooks: [hinge()] }),
+  "xpm_torch.optim.SGD": () => c.SGD.C({ lr: 0.1, weight_decay: 0.01 }),
+  "xpm_torch.optim.Adam": () => c.Adam.C({ lr: 0.02, weight_decay: 0.001, eps: 1e-7, betas: [0.5, 0.9] }),
+  "xpm_torch.optim.AdamW": () => c.AdamW.C({ lr: 0.03, weight_decay: 0.2, eps: 1e-9, betas: [0.7, 0.99] }),
+  "xpm_torch.schedulers.LinearWithWarmup": () => c.LinearWithWarmup.C({ num_warmup_steps: 100, min_factor: 0.1 }),
+  "xpm_torch.schedulers.CosineWithWarmup": () => c.CosineWithWarmup.C({ num_warmup_steps: 5, num_cycles: 2 }),
+  "xpm_torch.schedulers.LinearWithWarmupAndMaxEpochs": () =>
+    c.LinearWithWarmupAndMaxEpochs.C({ num_warmup_steps: 1000, total_training_steps: 35000 }),
+  "xpm_torch.optim.ParameterFilter": () => c.ParameterFilter.C({}),
+  "xpm_torch.optim.RegexParameterFilter": () => c.RegexParameterFilter.C({ excludes: ["\\.bias$"] }),
+  "xpm_torch.optim.ParameterOptimizer": parameterOptimizer,
+  "xpm_torch.trainers.validation.TrainerValidationLoss": validationLoss,
+  "xpm_torch.validation.ValidationSettings": () => c.ValidationSettings.C({ listener: validationLoss(), key: "loss" }),
+  "xpm_torch.models.MlpScorer": () => c.MlpScorer.C({ input_dim: 6, hidden_dims: [5, 4] }),
+  "xpm_torch.data.SyntheticLtrDataset": () => dataset(5),
+  "xpm_torch.samplers.PairwiseSampler": () => c.PairwiseSampler.C({ dataset: dataset(6) }),
+  "xpm_torch.listeners.PairwiseAccuracyListener": () => c.PairwiseAccuracyListener.C({ id: "acc", dataset: dataset(7) }),
+  "xpm_torch.learner.Learner": () =>
+    c.Learner.C({
+      random: c.Random.C({ seed: 3 }),
+      trainer: lossTrainer(),
+      model: c.MlpScorer.C({ input_dim: 4, hidden_dims: [8, 8] }),
+      max_epochs: 12,
+      steps_per_epoch: 34,
+      optimizers: [parameterOptimizer(), c.ParameterOptimizer.C({ optimizer: c.SGD.C({ lr: 0.5 }) })],
+      listeners: [validationLoss(), c.PairwiseAccuracyListener.C({ id: "acc", dataset: dataset(8) })],
+      checkpoint_interval: 3,
+      hooks: [c.GradientClippingHook.C({ max_norm: 1 }), c.GradientLogHook.C({})],
+      fabric_config: fabric(),
+    }),
+};
+
+/** Concrete classes that cannot be built yet, and why. */
+export const UNBUILDABLE: Record<string, string> = {
+  "xpm_torch.trainers.hooks.LayerFreezer": "no concrete ParametersIterator is declared yet",
+  "xpm_torch.trainers.hooks.LayerSharer": "no concrete ParametersIterator is declared yet",
+};

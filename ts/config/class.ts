@@ -1,0 +1,208 @@
+import { z } from "zod";
+
+import { ConfigError } from "../errors.js";
+import type { InputOf, Issue, Params, ParamSpec, ValuesOf } from "./declare.js";
+import type { ValueDesc } from "./types.js";
+
+/** The key holding a configuration object's type id; always its first key. */
+export const TYPE_KEY = "__xpmtype__";
+
+/** A validated, frozen configuration object of type `Id` with values `V`. */
+export type Config<Id extends string = string, V extends object = object> = Readonly<{ [TYPE_KEY]: Id }> & V;
+
+export interface ClassOptions<P extends Params> {
+  /** Cross-field rules and canonicalisation; runs after the schema, before freezing. */
+  validate?(values: ValuesOf<P>, issue: Issue): Partial<ValuesOf<P>> | void;
+  /** `task` for what `learn()` runs; informative otherwise. */
+  readonly kind?: "config" | "task";
+  /** Object identity matters (see identifiers.md §6.3). */
+  readonly instance?: boolean;
+  /** No `.C()`: only subclasses can be built. */
+  readonly abstract?: boolean;
+  readonly help?: string;
+}
+
+/** A configuration class: `Class.C({...})` validates, freezes and returns a configuration. */
+export interface ConfigClass<Id extends string = string, P extends Params = Params> {
+  /** Python-compatible type id, case preserved, e.g. `xpm_torch.learner.Learner`. */
+  readonly typeId: Id;
+  /** The class name (last component of the type id). */
+  readonly name: string;
+  readonly parent: AnyConfigClass | undefined;
+  /** Every parameter, inherited ones first, in declaration order. */
+  readonly params: P;
+  readonly options: ClassOptions<P>;
+  /** Validates `values` and returns the frozen configuration. Errors name the parameter path. */
+  C(values: InputOf<P>): Config<Id, ValuesOf<P>>;
+  /** Whether `value` is a configuration of this class or of a subclass. */
+  is(value: unknown): value is Config<string, ValuesOf<P>>;
+}
+
+// Erased view, for code that handles any class.
+export interface AnyConfigClass {
+  readonly typeId: string;
+  readonly name: string;
+  readonly parent: AnyConfigClass | undefined;
+  readonly params: Params;
+  readonly options: ClassOptions<Params>;
+  is(value: unknown): boolean;
+}
+
+/** The configuration type a class produces. */
+export type ConfigOf<C> = C extends ConfigClass<infer Id, infer P> ? Config<Id, ValuesOf<P>> : never;
+/** A configuration of class `C` or of any subclass. */
+export type InstanceOf<C> = C extends { is(value: unknown): value is infer X } ? X : never;
+
+/** What `configOf` needs of a class. */
+export interface ClassRef {
+  readonly typeId: string;
+  readonly name: string;
+  is(value: unknown): boolean;
+}
+
+const classOf = new WeakMap<object, AnyConfigClass>();
+const classesById = new Map<string, AnyConfigClass>();
+
+/** The class of a configuration object, or undefined for anything else. */
+export function configClassOf(value: unknown): AnyConfigClass | undefined {
+  return typeof value === "object" && value !== null ? classOf.get(value) : undefined;
+}
+
+/** The registered class with this type id (case-insensitive, as identifiers are). */
+export function classById(typeId: string): AnyConfigClass | undefined {
+  return classesById.get(typeId.toLowerCase());
+}
+
+export function registeredClasses(): AnyConfigClass[] {
+  return [...classesById.values()];
+}
+
+export function isSubclass(cls: AnyConfigClass, ancestor: AnyConfigClass): boolean {
+  for (let c: AnyConfigClass | undefined = cls; c; c = c.parent) if (c === ancestor) return true;
+  return false;
+}
+
+export function lowerFirst(name: string): string {
+  return name.charAt(0).toLowerCase() + name.slice(1);
+}
+
+/** Renders a path from `root`: `learner.optimizers[0].lr`. */
+export function dottedPath(root: string, path: readonly PropertyKey[]): string {
+  return path.reduce<string>((acc, key) => (typeof key === "number" ? `${acc}[${key}]` : `${acc}.${String(key)}`), root);
+}
+
+function toConfigError(root: string, error: z.ZodError): ConfigError {
+  const issue = error.issues[0];
+  if (!issue) return new ConfigError(root, "invalid configuration");
+  if (issue.code === "unrecognized_keys") {
+    return new ConfigError(dottedPath(root, [...issue.path, issue.keys[0] ?? ""]), "unknown parameter");
+  }
+  if (issue.code === "invalid_type" && issue.input === undefined) {
+    return new ConfigError(dottedPath(root, issue.path), "required parameter is missing");
+  }
+  return new ConfigError(dottedPath(root, issue.path), issue.message);
+}
+
+function specOf(params: Params, name: string): ParamSpec | undefined {
+  return params[name]?.spec;
+}
+
+/**
+ * Declares a configuration class. `ownParams` are its own parameters; with `extends`, the
+ * parent's come first. The type id is the Python one (`module.ClassName`), so identifiers, job
+ * directories and params.json match the Python library.
+ */
+export function defineConfig<const Id extends string, P extends Params, PP extends Params = {}>(
+  typeId: Id,
+  ownParams: P,
+  options: ClassOptions<PP & P> & { readonly extends?: ConfigClass<string, PP> } = {},
+): ConfigClass<Id, PP & P> {
+  const parent = options.extends;
+  const params = { ...(parent?.params ?? {}), ...ownParams } as PP & P;
+  const name = typeId.slice(typeId.lastIndexOf(".") + 1);
+  const root = lowerFirst(name);
+  const shape: Record<string, z.ZodType> = {};
+  for (const [key, p] of Object.entries(params)) {
+    if (p.spec.kind !== "generated" && p.spec.kind !== "constant") shape[key] = p.spec.value.zod;
+  }
+  const schema = z.strictObject(shape);
+
+  const cls: ConfigClass<Id, PP & P> = {
+    typeId,
+    name,
+    parent: parent as AnyConfigClass | undefined,
+    params,
+    options,
+    C(values) {
+      if (options.abstract) throw new ConfigError(root, `${name} is abstract: build one of its subclasses`);
+      // `{ ...existing, changed }` copies the type key along: accept it when it names this class.
+      const { [TYPE_KEY]: declared, ...given } = values as Record<string, unknown>;
+      if (declared !== undefined && declared !== typeId) {
+        throw new ConfigError(`${root}.${TYPE_KEY}`, `is ${JSON.stringify(declared)}, expected ${JSON.stringify(typeId)}`);
+      }
+      const withDefaults: Record<string, unknown> = {};
+      for (const [key, p] of Object.entries(params)) {
+        const spec = p.spec;
+        if (spec.kind === "generated") continue;
+        if (spec.kind === "constant") {
+          if (key in given) throw new ConfigError(`${root}.${key}`, "is a constant and cannot be set");
+          continue;
+        }
+        if (key in given && given[key] !== undefined) withDefaults[key] = given[key];
+        else if (spec.makeDefault) withDefaults[key] = spec.makeDefault();
+      }
+      for (const key of Object.keys(given)) {
+        if (specOf(params, key)?.kind === "generated") {
+          throw new ConfigError(`${root}.${key}`, "is generated from the job directory and cannot be set");
+        }
+        if (!(key in withDefaults) && !(key in params)) withDefaults[key] = given[key];
+      }
+      const parsed = schema.safeParse(withDefaults);
+      if (!parsed.success) throw toConfigError(root, parsed.error);
+      let result: Record<string, unknown> = { ...parsed.data };
+      for (const [key, p] of Object.entries(params)) {
+        if (p.spec.kind === "constant") result[key] = p.spec.makeDefault?.();
+      }
+      if (options.validate) {
+        const issues: ConfigError[] = [];
+        const issue: Issue = (path, message) => issues.push(new ConfigError(path ? `${root}.${path}` : root, message));
+        const changes = options.validate(result as ValuesOf<PP & P>, issue);
+        const first = issues[0];
+        if (first) throw first;
+        if (changes) result = revalidate(root, schema, { ...result, ...changes });
+      }
+      const config = Object.freeze({ [TYPE_KEY]: typeId, ...result }) as Config<Id, ValuesOf<PP & P>>;
+      classOf.set(config, cls as unknown as AnyConfigClass);
+      return config;
+    },
+    is(value: unknown): value is Config<string, ValuesOf<PP & P>> {
+      const c = configClassOf(value);
+      return c !== undefined && isSubclass(c, cls as unknown as AnyConfigClass);
+    },
+  };
+  const key = typeId.toLowerCase();
+  if (classesById.has(key)) throw new Error(`configuration type ${typeId} is declared twice`);
+  classesById.set(key, cls as unknown as AnyConfigClass);
+  return cls;
+}
+
+function revalidate(root: string, schema: z.ZodObject, values: Record<string, unknown>): Record<string, unknown> {
+  const settable = Object.fromEntries(Object.entries(values).filter(([k]) => k in schema.shape));
+  const parsed = schema.safeParse(settable);
+  if (!parsed.success) throw toConfigError(root, parsed.error);
+  return { ...values, ...parsed.data };
+}
+
+/** A parameter holding a configuration of one of `classes` (or of their subclasses). */
+export function configOf<const C extends readonly ClassRef[]>(
+  ...classes: C
+): ValueDesc<InstanceOf<C[number]>> {
+  const names = classes.map((c) => c.name).join(" or ");
+  return {
+    zod: z.custom<InstanceOf<C[number]>>((value) => classes.some((c) => c.is(value)), {
+      message: `expected a ${names} configuration (made with ${classes[0]?.name}.C({...}))`,
+    }),
+    type: { kind: "config", typeId: (classes[0]?.typeId ?? "").toLowerCase() },
+    toTyped: (value, node) => node(value as object),
+  };
+}

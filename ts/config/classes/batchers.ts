@@ -1,0 +1,80 @@
+import { configOf, defineConfig } from "../class.js";
+import { param } from "../declare.js";
+import { canonicalFormula } from "../formula.js";
+import { dict, float, int, set, str } from "../types.js";
+
+/** `xpm_torch.batchers.Batcher`: no micro-batching. */
+export const Batcher = defineConfig("xpm_torch.batchers.Batcher", {});
+
+/** `xpm_torch.batchers.PowerAdaptativeBatcher`: halves, thirds, ... the batch on out-of-memory. */
+export const PowerAdaptativeBatcher = defineConfig("xpm_torch.batchers.PowerAdaptativeBatcher", {}, { extends: Batcher });
+
+/** `xpm_torch.batchers.ProbePoint`: one `{variable: value}` point to measure memory at. */
+export const ProbePoint = defineConfig("xpm_torch.batchers.ProbePoint", {
+  values: param(dict(int((s) => s.min(1)))),
+});
+
+/** `xpm_torch.batchers.BatchDimsProvider`: reads formula variables from batches, builds probes. */
+export const BatchDimsProvider = defineConfig("xpm_torch.batchers.BatchDimsProvider", {
+  probe_dims: param(set(configOf(ProbePoint))),
+});
+
+/** `xpm_torch.batchers.MicroBatchPacker`: how an outer batch is split. */
+export const MicroBatchPacker = defineConfig("xpm_torch.batchers.MicroBatchPacker", {}, { abstract: true });
+
+/** `xpm_torch.batchers.UniformPacker`: one micro-batch size for the whole outer batch. */
+export const UniformPacker = defineConfig("xpm_torch.batchers.UniformPacker", {}, { extends: MicroBatchPacker });
+
+/** `xpm_torch.batchers.AdaptivePacker`: greedy packing, optionally heaviest records first. */
+export const AdaptivePacker = defineConfig(
+  "xpm_torch.batchers.AdaptivePacker",
+  { sort_by: param(str((s) => s.min(1))).optional() },
+  { extends: MicroBatchPacker },
+);
+
+/** `xpm_torch.batchers.PredictiveBatcher`: fits a memory formula on probes, sizes micro-batches. */
+export const PredictiveBatcher = defineConfig(
+  "xpm_torch.batchers.PredictiveBatcher",
+  {
+    formula: param(str((s) => s.min(1))).help("Cost formula, linear in coefficients"),
+    coefficient_names: param(set(str((s) => s.min(1)))),
+    variable_names: param(set(str((s) => s.min(1)))),
+    batch_size_variable: param(str((s) => s.min(1))).default("bs"),
+    memory_fraction: param(float()).default(0.75),
+    extra_overhead_bytes: param(int((s) => s.min(0))).default(0, { ignoreDefault: true }),
+    min_batch_size: param(int((s) => s.min(1))).default(1),
+    dims_provider: param(configOf(BatchDimsProvider)),
+    packer: param(configOf(MicroBatchPacker)).factory(() => UniformPacker.C({}), { ignoreDefault: true }),
+  },
+  {
+    extends: Batcher,
+    validate(v, issue) {
+      if (!(v.memory_fraction > 0 && v.memory_fraction <= 1)) issue("memory_fraction", "must be in (0, 1]");
+      const coefficients = v.coefficient_names;
+      const variables = v.variable_names;
+      for (const name of coefficients) {
+        if (variables.has(name)) issue("coefficient_names", `"${name}" is also a variable`);
+      }
+      if (!variables.has(v.batch_size_variable)) {
+        issue("batch_size_variable", `"${v.batch_size_variable}" is not one of variable_names`);
+      }
+      const probes = [...v.dims_provider.probe_dims];
+      probes.forEach((probe, i) => {
+        const keys = Object.keys(probe.values).sort();
+        const expected = [...variables].sort();
+        if (keys.join(",") !== expected.join(",")) {
+          issue(`dims_provider.probe_dims[${i}]`, `probe variables {${keys.join(", ")}} must be exactly {${expected.join(", ")}}`);
+        }
+      });
+      if (probes.length < coefficients.size) {
+        issue("dims_provider.probe_dims", `${probes.length} probe points cannot fit ${coefficients.size} coefficients`);
+      }
+      const canonical = canonicalFormula(v.formula, coefficients, variables);
+      if (typeof canonical !== "string") {
+        issue("formula", canonical.error);
+        return;
+      }
+      return { formula: canonical };
+    },
+  },
+);

@@ -1,0 +1,102 @@
+import { configOf, defineConfig } from "../class.js";
+import { param } from "../declare.js";
+import { float, int, list, str } from "../types.js";
+import { Module } from "./base.js";
+
+const lr = (value: number) => param(float((s) => s.gt(0))).default(value, { ignoreDefault: true });
+const decay = (value: number) => param(float((s) => s.min(0))).default(value, { ignoreDefault: true });
+const eps = () => param(float((s) => s.gt(0))).default(1e-8, { ignoreDefault: true });
+const beta = () => float((s) => s.min(0).lt(1));
+
+/** `xpm_torch.optim.Optimizer`. */
+export const Optimizer = defineConfig("xpm_torch.optim.Optimizer", {}, { abstract: true });
+
+/** `xpm_torch.optim.SGD` (no momentum). */
+export const SGD = defineConfig("xpm_torch.optim.SGD", { lr: lr(1e-5), weight_decay: decay(0) }, { extends: Optimizer });
+
+/** `xpm_torch.optim.Adam`: coupled L2 weight decay, as `torch.optim.Adam`. */
+export const Adam = defineConfig(
+  "xpm_torch.optim.Adam",
+  { lr: lr(1e-3), weight_decay: decay(0), eps: eps(), betas: param(list(beta())).default([0.9, 0.999], { ignoreDefault: true }) },
+  {
+    extends: Optimizer,
+    validate(v, issue) {
+      if (v.betas.length !== 2) issue("betas", "needs exactly two values");
+    },
+  },
+);
+
+/** `xpm_torch.optim.AdamW`: decoupled weight decay. */
+export const AdamW = defineConfig(
+  "xpm_torch.optim.AdamW",
+  { lr: lr(1e-3), weight_decay: decay(1e-2), eps: eps(), betas: param(list(beta())).default([0.9, 0.999], { ignoreDefault: true }) },
+  {
+    extends: Optimizer,
+    validate(v, issue) {
+      if (v.betas.length !== 2) issue("betas", "needs exactly two values");
+    },
+  },
+);
+
+/** `xpm_torch.schedulers.Scheduler`: a learning-rate factor per step. */
+export const Scheduler = defineConfig("xpm_torch.schedulers.Scheduler", {}, { abstract: true });
+
+const warmup = () => param(int((s) => s.min(0))).help("Number of warmup steps");
+
+/** `xpm_torch.schedulers.LinearWithWarmup`: linear warmup, then linear decay to `min_factor`. */
+export const LinearWithWarmup = defineConfig(
+  "xpm_torch.schedulers.LinearWithWarmup",
+  { num_warmup_steps: warmup(), min_factor: param(float((s) => s.min(0))).default(0, { ignoreDefault: true }) },
+  { extends: Scheduler },
+);
+
+/** `xpm_torch.schedulers.CosineWithWarmup`: linear warmup, then cosine decay. */
+export const CosineWithWarmup = defineConfig(
+  "xpm_torch.schedulers.CosineWithWarmup",
+  { num_warmup_steps: warmup(), num_cycles: param(float((s) => s.gt(0))).default(0.5, { ignoreDefault: true }) },
+  { extends: Scheduler },
+);
+
+/** `xpm_torch.schedulers.LinearWithWarmupAndMaxEpochs`: decays to 0 at `total_training_steps`. */
+export const LinearWithWarmupAndMaxEpochs = defineConfig(
+  "xpm_torch.schedulers.LinearWithWarmupAndMaxEpochs",
+  { num_warmup_steps: warmup(), total_training_steps: param(int((s) => s.min(1))) },
+  {
+    extends: Scheduler,
+    validate(v, issue) {
+      if (v.total_training_steps < v.num_warmup_steps) issue("total_training_steps", "must be at least num_warmup_steps");
+    },
+  },
+);
+
+/** `xpm_torch.optim.ParameterFilter`: accepts or rejects parameters by name. */
+export const ParameterFilter = defineConfig("xpm_torch.optim.ParameterFilter", {});
+
+/** `xpm_torch.optim.RegexParameterFilter`: regular expressions searched in parameter names. */
+export const RegexParameterFilter = defineConfig(
+  "xpm_torch.optim.RegexParameterFilter",
+  { includes: param(list(str())).optional(), excludes: param(list(str())).optional() },
+  {
+    extends: ParameterFilter,
+    validate(v, issue) {
+      if (v.includes === undefined && v.excludes === undefined) issue("", "needs includes, excludes, or both");
+      for (const key of ["includes", "excludes"] as const) {
+        (v[key] ?? []).forEach((pattern, i) => {
+          try {
+            new RegExp(pattern);
+          } catch (error) {
+            issue(`${key}[${i}]`, `invalid regular expression: ${(error as Error).message}`);
+          }
+        });
+      }
+    },
+  },
+);
+
+/** `xpm_torch.optim.ParameterOptimizer`: an optimizer (and scheduler) for selected parameters. */
+export const ParameterOptimizer = defineConfig("xpm_torch.optim.ParameterOptimizer", {
+  optimizer: param(configOf(Optimizer)),
+  scheduler: param(configOf(Scheduler)).optional(),
+  module: param(configOf(Module)).optional(),
+  filter: param(configOf(ParameterFilter)).factory(() => ParameterFilter.C({}), { ignoreDefault: true }),
+});

@@ -1,0 +1,48 @@
+import { configOf, defineConfig } from "../class.js";
+import { meta, param } from "../declare.js";
+import { dict, int, list } from "../types.js";
+import { Module, Sampler } from "./base.js";
+import { Batcher } from "./batchers.js";
+import { TrainingHook } from "./hooks.js";
+import { BatchwiseLoss, PairwiseLoss } from "./losses.js";
+
+/** `xpm_torch.trainers.Trainer`: the generic trainer. */
+export const Trainer = defineConfig(
+  "xpm_torch.trainers.Trainer",
+  {
+    hooks: param(list(configOf(TrainingHook))).default([], { ignoreDefault: true }),
+    model: param(configOf(Module)).optional(),
+  },
+  { abstract: true },
+);
+
+/** `xpm_torch.trainers.LossTrainer`: samples batches and minimises the weighted sum of its losses. */
+export const LossTrainer = defineConfig(
+  "xpm_torch.trainers.LossTrainer",
+  {
+    batcher: meta(configOf(Batcher)).factory(() => Batcher.C({})).help("How to batch samples together"),
+    sampler: param(configOf(Sampler)).help("The sampler to use"),
+    batch_size: param(int((s) => s.min(1))).default(16, { ignoreDefault: true }),
+    num_workers: param(int((s) => s.min(0))).default(2, { ignoreDefault: true }),
+  },
+  {
+    extends: Trainer,
+    validate(v, issue) {
+      if (!v.hooks.some((h) => PairwiseLoss.is(h) || BatchwiseLoss.is(h))) {
+        issue("hooks", "a LossTrainer needs at least one loss among its hooks");
+      }
+    },
+  },
+);
+
+/** `xpm_torch.trainers.multiple.MultipleTrainer`: one optimizer step over several trainers. */
+export const MultipleTrainer = defineConfig(
+  "xpm_torch.trainers.multiple.MultipleTrainer",
+  { trainers: param(dict(configOf(Trainer))) },
+  {
+    extends: Trainer,
+    validate(v, issue) {
+      if (Object.keys(v.trainers).length === 0) issue("trainers", "needs at least one trainer");
+    },
+  },
+);

@@ -1,0 +1,37 @@
+import { configOf, defineConfig } from "../class.js";
+import { generated, meta, param } from "../declare.js";
+import { int, str } from "../types.js";
+import { SampleIterator } from "./base.js";
+import { Batcher } from "./batchers.js";
+import { LearnerListener } from "./learner.js";
+import { LossTrainer } from "./trainers.js";
+
+/** `xpm_torch.validation.ValidationSettings`: identifies a validation checkpoint. */
+export const ValidationSettings = defineConfig("xpm_torch.validation.ValidationSettings", {
+  listener: param(configOf(LearnerListener)),
+  key: param(str((s) => s.min(1))).help("The metric key for this validation checkpoint"),
+});
+
+/** `xpm_torch.trainers.validation.TrainerValidationLoss`: the trainer's loss on held-out data. */
+export const TrainerValidationLoss = defineConfig(
+  "xpm_torch.trainers.validation.TrainerValidationLoss",
+  {
+    data: param(configOf(SampleIterator)).help("The dataset to use"),
+    batcher: meta(configOf(Batcher)).factory(() => Batcher.C({})),
+    batch_size: meta(int((s) => s.min(1))).help("Batch size"),
+    trainer: param(configOf(LossTrainer)).help("The trainer"),
+    warmup: param(int((s) => s.min(-1))).default(-1, { ignoreDefault: true }),
+    bestpath: generated("best"),
+    info: generated("info.json"),
+    validation_interval: param(int((s) => s.min(1))).default(1, { ignoreDefault: true }),
+    early_stop: param(int((s) => s.min(0))).default(0, { ignoreDefault: true }),
+  },
+  {
+    extends: LearnerListener,
+    validate(v, issue) {
+      if (v.early_stop % v.validation_interval !== 0) {
+        issue("early_stop", `must be a multiple of validation_interval (${v.validation_interval}), or 0`);
+      }
+    },
+  },
+);

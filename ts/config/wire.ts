@@ -1,0 +1,34 @@
+import { TYPE_KEY, configClassOf } from "./class.js";
+import type { GeneratedPaths } from "./identity.js";
+
+type Wire = null | boolean | number | string | Wire[] | { [key: string]: Wire };
+
+/**
+ * The JSON document the Rust core reads (its serde mirrors): every configuration as an object
+ * whose first key is its type id, sets as arrays, unset optional values left out, and the
+ * generated paths of the job filled in.
+ */
+export function toWire(config: object, paths?: GeneratedPaths): Wire {
+  const seen = new Set<object>();
+  const value = (v: unknown): Wire | undefined => {
+    if (v === undefined) return undefined;
+    if (v === null || typeof v !== "object") return v as Wire;
+    if (configClassOf(v)) return object(v);
+    if (v instanceof Set || Array.isArray(v)) return [...v].map((x) => value(x) ?? null);
+    return Object.fromEntries(Object.entries(v).flatMap(([k, x]) => (x === undefined ? [] : [[k, value(x) as Wire]])));
+  };
+  const object = (config: object): Wire => {
+    if (seen.has(config)) throw new TypeError("a configuration that contains itself cannot be sent to the core");
+    seen.add(config);
+    const cls = configClassOf(config);
+    const out: { [key: string]: Wire } = { [TYPE_KEY]: cls?.typeId ?? "" };
+    const record = config as Record<string, unknown>;
+    for (const [name, { spec }] of Object.entries(cls?.params ?? {})) {
+      const v = spec.kind === "generated" ? paths?.get(config)?.get(name) : value(record[name]);
+      if (v !== undefined) out[name] = v;
+    }
+    seen.delete(config);
+    return out;
+  };
+  return object(config);
+}

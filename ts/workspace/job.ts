@@ -1,0 +1,137 @@
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync, writeSync } from "node:fs";
+import { hostname } from "node:os";
+import { join, resolve } from "node:path";
+
+import { configClassOf } from "../config/class.js";
+import { type GeneratedPaths, identifierOf } from "../config/identity.js";
+import { XpmTorchError } from "../errors.js";
+import { generatePaths } from "./generated.js";
+import { writeParamsJson } from "./params-json.js";
+
+/** Another process holds the job's lock. */
+export class JobLockedError extends XpmTorchError {
+  constructor(message: string) {
+    super("ERR_JOB_LOCKED", message);
+  }
+}
+
+/** The default workspace: `XPM_TORCH_WORKSPACE`, else `./xpm-workspace`. */
+export function defaultWorkspace(env: NodeJS.ProcessEnv = process.env): string {
+  return resolve(env.XPM_TORCH_WORKSPACE || "xpm-workspace");
+}
+
+/** A task's job directory and the files in it (identifiers.md §11). */
+export interface Job {
+  readonly workspace: string;
+  readonly typeId: string;
+  readonly identifier: string;
+  readonly dir: string;
+  /** Last component of the type id: `learner` for `xpm_torch.learner.Learner`. */
+  readonly name: string;
+  readonly paths: GeneratedPaths;
+  readonly paramsFile: string;
+  readonly lockFile: string;
+  readonly doneFile: string;
+  readonly failedFile: string;
+  readonly resultFile: string;
+}
+
+export function jobOf(task: object, workspace: string): Job {
+  const cls = configClassOf(task);
+  if (!cls) throw new TypeError("jobOf() takes a configuration object");
+  const typeId = cls.typeId.toLowerCase();
+  const identifier = identifierOf(task);
+  const dir = join(resolve(workspace), "jobs", typeId, identifier);
+  const name = typeId.slice(typeId.lastIndexOf(".") + 1);
+  return {
+    workspace: resolve(workspace),
+    typeId,
+    identifier,
+    dir,
+    name,
+    paths: generatePaths(task, dir),
+    paramsFile: join(dir, "params.json"),
+    lockFile: join(dir, `${name}.lock`),
+    doneFile: join(dir, `${name}.done`),
+    failedFile: join(dir, `${name}.failed`),
+    resultFile: join(dir, ".experimaestro", "result.json"),
+  };
+}
+
+/** Writes `text` to `file` through a temporary file and a rename, so readers never see half. */
+export function writeAtomic(file: string, text: string): void {
+  const tmp = `${file}.tmp-${process.pid}`;
+  writeFileSync(tmp, text);
+  renameSync(tmp, file);
+}
+
+interface LockHolder {
+  pid: number;
+  host: string;
+  started: string;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/**
+ * Takes the job's lock, or throws naming its holder. A lock left by a dead process of this host
+ * is taken over.
+ */
+export function acquireLock(job: Job): () => void {
+  mkdirSync(job.dir, { recursive: true });
+  const me: LockHolder = { pid: process.pid, host: hostname(), started: new Date().toISOString() };
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const fd = openSync(job.lockFile, "wx");
+      writeSync(fd, JSON.stringify(me));
+      closeSync(fd);
+      return () => rmSync(job.lockFile, { force: true });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+    }
+    let holder: LockHolder | undefined;
+    try {
+      holder = JSON.parse(readFileSync(job.lockFile, "utf8")) as LockHolder;
+    } catch {
+      holder = undefined; // being written right now, or garbage: treat as held
+    }
+    if (holder && holder.host === me.host && !alive(holder.pid)) {
+      rmSync(job.lockFile, { force: true });
+      continue;
+    }
+    const who = holder ? `process ${holder.pid} on ${holder.host} (since ${holder.started})` : "another process";
+    throw new JobLockedError(`job ${job.dir} is already running in ${who}; wait for it, or remove ${job.lockFile} if that process is gone`);
+  }
+  throw new JobLockedError(`could not take the lock ${job.lockFile}`);
+}
+
+/** Creates the job directory and writes params.json. */
+export function prepareJobDirectory(task: object, job: Job): void {
+  mkdirSync(join(job.dir, ".experimaestro"), { recursive: true });
+  writeAtomic(job.paramsFile, writeParamsJson(task, { workspace: job.workspace, jobDir: job.dir, paths: job.paths }));
+}
+
+/** The stored result of a finished job, if it finished. */
+export function storedResult<T>(job: Job): T | undefined {
+  if (!existsSync(job.doneFile) || !existsSync(job.resultFile)) return undefined;
+  return JSON.parse(readFileSync(job.resultFile, "utf8")) as T;
+}
+
+/** Records success: the result first, then the done marker that makes it final. */
+export function markDone(job: Job, result: unknown): void {
+  writeAtomic(job.resultFile, JSON.stringify(result));
+  rmSync(job.failedFile, { force: true });
+  writeFileSync(job.doneFile, "");
+}
+
+export function markFailed(job: Job, error: unknown): void {
+  const info = error instanceof XpmTorchError ? { code: error.code, message: error.message } : { message: String(error) };
+  writeAtomic(job.failedFile, JSON.stringify({ ...info, time: new Date().toISOString() }));
+}
