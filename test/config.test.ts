@@ -11,7 +11,7 @@ import { ConfigError } from "../ts/errors.js";
 
 function heldout(config: ReturnType<typeof demoLearner>) {
   const listener = config.listeners[0];
-  if (!c.PairwiseAccuracyListener.is(listener)) throw new Error("the demo has a PairwiseAccuracyListener");
+  if (!c.RankingValidationListener.is(listener)) throw new Error("the demo has a RankingValidationListener");
   return listener;
 }
 
@@ -222,7 +222,7 @@ describe("identifiers", () => {
     const config = demoLearner();
     const id = identifierOf(config);
     expect(identifierOf(c.Learner.C({ ...config, checkpoint_interval: 5 }))).toBe(id);
-    const renamed = c.PairwiseAccuracyListener.C({ id: "other", dataset: heldout(config).dataset });
+    const renamed = c.RankingValidationListener.C({ ...heldout(config), id: "other" });
     expect(identifierOf(c.Learner.C({ ...config, listeners: [renamed] }))).toBe(id);
     const fabric = c.FabricConfiguration.C({ devices: "2", accelerator: "cpu" });
     expect(identifierOf(c.Learner.C({ ...config, fabric_config: fabric }))).toBe(id);
@@ -237,7 +237,7 @@ describe("identifiers", () => {
 
   it("leave out meta-marked configurations", () => {
     const config = demoLearner();
-    const extra = setMeta(c.PairwiseAccuracyListener.C({ id: "extra", dataset: heldout(config).dataset }), true);
+    const extra = setMeta(c.RankingValidationListener.C({ ...heldout(config), id: "extra" }), true);
     expect(identifierOf(c.Learner.C({ ...config, listeners: [...config.listeners, extra] }))).toBe(identifierOf(config));
   });
 });

@@ -48,8 +48,8 @@ describe("learn() through the native binding", () => {
     const last = result.epochs[7]!;
     expect(last.step).toBe(800);
     expect(last.loss).toBeLessThan(first.loss);
-    expect(last.metrics["heldout/accuracy"]).toBeGreaterThanOrEqual(0.9);
-    expect(last.losses["pair-hinge"]).toBeCloseTo(last.loss, 12);
+    expect(last.metrics["heldout/pairwise_accuracy"]).toBeGreaterThanOrEqual(0.9);
+    expect(last.train["pair-hinge"]).toBeCloseTo(last.loss, 6);
   });
 
   it("gives identical per-epoch losses for the same seed, different ones for another", async () => {
@@ -114,9 +114,10 @@ describe("learn() through the native binding", () => {
     const elapsed = performance.now() - started;
     clearInterval(timer);
     expect(elapsed).toBeGreaterThan(1000);
-    // A blocked loop would show one gap as long as the run; a free one ticks all along.
-    expect(Math.max(...gaps)).toBeLessThan(250);
-    expect(gaps.length).toBeGreaterThan(elapsed / 10 / 4);
+    // A blocked loop would show one gap as long as the run; a free one ticks all along (the
+    // bounds leave room for a machine busy with other test files).
+    expect(Math.max(...gaps)).toBeLessThan(Math.max(250, elapsed / 8));
+    expect(gaps.length).toBeGreaterThan(elapsed / 10 / 8);
   });
 
   it("surfaces a throwing callback as the rejection, not a crash", async () => {

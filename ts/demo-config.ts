@@ -4,9 +4,9 @@ import {
   Learner,
   LossTrainer,
   MlpScorer,
-  PairwiseAccuracyListener,
   PairwiseSampler,
   ParameterOptimizer,
+  RankingValidationListener,
   Random,
   SyntheticLtrDataset,
 } from "./config/classes/index.js";
@@ -21,7 +21,7 @@ export interface DemoOptions {
 
 /**
  * The demo task: an MLP learns a planted ranking signal from preference pairs with the
- * hinge loss and Adam, and reports its pairwise accuracy on held-out queries.
+ * hinge loss and Adam, and reports its pairwise accuracy, NDCG@10 and MRR on held-out queries.
  */
 export function demoLearner(options: DemoOptions = {}): LearnerConfig {
   const num_features = options.num_features ?? 16;
@@ -38,6 +38,12 @@ export function demoLearner(options: DemoOptions = {}): LearnerConfig {
     max_epochs: options.max_epochs ?? 8,
     steps_per_epoch: options.steps_per_epoch ?? 100,
     optimizers: [ParameterOptimizer.C({ optimizer: Adam.C({ lr: 3e-3 }) })],
-    listeners: [PairwiseAccuracyListener.C({ id: "heldout", dataset: data(2, 100) })],
+    listeners: [
+      RankingValidationListener.C({
+        id: "heldout",
+        dataset: data(2, 100),
+        metrics: { pairwise_accuracy: true, "ndcg@10": false, mrr: false },
+      }),
+    ],
   });
 }

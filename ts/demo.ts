@@ -5,7 +5,8 @@ import { type EpochReport, learn } from "./learn.js";
 function epochLine(e: EpochReport): string {
   return (
     `epoch ${String(e.epoch).padStart(2)}  loss ${e.loss.toFixed(4)}  ` +
-    `held-out pairwise accuracy ${(e.metrics["heldout/accuracy"] ?? Number.NaN).toFixed(4)}  ` +
+    `held-out pairwise accuracy ${(e.metrics["heldout/pairwise_accuracy"] ?? Number.NaN).toFixed(4)}  ` +
+    `NDCG@10 ${(e.metrics["heldout/ndcg@10"] ?? Number.NaN).toFixed(4)}  ` +
     `${e.stepsPerSecond.toFixed(0)} steps/s`
   );
 }
@@ -25,7 +26,7 @@ export async function runDemo(print: (line: string) => void = console.log, works
   });
   const seconds = (performance.now() - started) / 1000;
   const last = result.epochs[result.epochs.length - 1];
-  const accuracy = last?.metrics["heldout/accuracy"] ?? Number.NaN;
+  const accuracy = last?.metrics["heldout/pairwise_accuracy"] ?? Number.NaN;
   if (result.cached) {
     print("this job had already run; its stored result:");
     result.epochs.forEach((e) => print(epochLine(e)));

@@ -11,7 +11,22 @@ export { sealedSet } from "./config/types.js";
 export * as types from "./config/types.js";
 export { identifierOf, setMeta } from "./config/identity.js";
 export * from "./errors.js";
-export { learn, type EpochReport, type LearnOptions, type LearnResult, type LearnerConfig, type StepProgress } from "./learn.js";
+export {
+  learn,
+  type BestCheckpoint,
+  type EpochReport,
+  type LearnOptions,
+  type LearnResult,
+  type LearnerConfig,
+  type StepProgress,
+} from "./learn.js";
+export {
+  defineListener,
+  type ListenerBehaviour,
+  type ListenerDecision,
+  type ListenerReply,
+  type ListenerState,
+} from "./listeners.js";
 export { JobLockedError, defaultWorkspace } from "./workspace/job.js";
 export { readParamsJson, writeParamsJson } from "./workspace/params-json.js";
 export { demoLearner, type DemoOptions } from "./demo-config.js";

@@ -2,7 +2,8 @@ import type { ConfigOf } from "./config/class.js";
 import type { Learner } from "./config/classes/learner.js";
 import { toWire } from "./config/wire.js";
 import { type NativeErrorPayload, fromNative } from "./errors.js";
-import { loadNative } from "./native.js";
+import { type ListenerBehaviour, type ListenerState, listenerBehaviour, toReply } from "./listeners.js";
+import { type NativeBinding, loadNative } from "./native.js";
 import { type Job, acquireLock, defaultWorkspace, jobOf, markDone, markFailed, prepareJobDirectory, storedResult } from "./workspace/job.js";
 
 /** A Learner configuration, as `Learner.C({...})` returns it. */
@@ -16,9 +17,13 @@ export interface EpochReport {
   readonly step: number;
   /** Mean over the epoch's records of the weighted sum of losses. */
   readonly loss: number;
-  /** Mean of each (unweighted) loss by its name, e.g. `pair-hinge`. */
-  readonly losses: Readonly<Record<string, number>>;
-  /** Listener metrics, e.g. `heldout/accuracy`. */
+  /**
+   * Every training metric of the epoch, as logged under `train/` in TensorBoard: each loss by
+   * its name (`pair-hinge`), `accuracy`, `gradient/scheduler/<optimizer>/<group>`,
+   * `iter_per_seconds`.
+   */
+  readonly train: Readonly<Record<string, number>>;
+  /** Listener metrics by tag, e.g. `heldout/ndcg@10`. */
   readonly metrics: Readonly<Record<string, number>>;
   /** Optimizer steps per second during the epoch. */
   readonly stepsPerSecond: number;
@@ -31,9 +36,25 @@ export interface StepProgress {
   readonly totalSteps: number;
 }
 
-/** What `learn()` resolves to. */
+/** A listener's best value of a metric and the model saved then. */
+export interface BestCheckpoint {
+  readonly epoch: number;
+  readonly value: number;
+  /** The weights (safetensors) of that epoch, when kept. */
+  readonly model?: string;
+}
+
+/** What `learn()` resolves to: the Learner's output and the run's history. */
 export interface LearnResult {
   readonly epochs: readonly EpochReport[];
+  /** Each listener's result by id: for validation listeners, the best of each metric. */
+  readonly listeners: Readonly<Record<string, unknown>>;
+  /** The final model's weights (safetensors). */
+  readonly learned_model: string | null;
+  /** The model weights of each checkpointed epoch. */
+  readonly checkpoints: Readonly<Record<string, string>>;
+  /** Why training ended before `max_epochs`, if it did. */
+  readonly stopped: string | null;
   /** The job directory (holds params.json, logs, checkpoints). */
   readonly jobDir: string;
   /** The task's identifier. */
@@ -51,8 +72,11 @@ export interface LearnOptions {
   readonly onProgress?: (progress: StepProgress) => void;
 }
 
-type NativeEvent = { kind: "step"; progress: StepProgress } | { kind: "epoch"; report: EpochReport };
-type StoredResult = Pick<LearnResult, "epochs">;
+type NativeEvent =
+  | { kind: "step"; progress: StepProgress }
+  | { kind: "epoch"; report: EpochReport }
+  | { kind: "listener"; replyId: number; id: string; state: ListenerState };
+type StoredResult = Omit<LearnResult, "jobDir" | "identifier" | "cached">;
 
 /** Parses an outcome the binding resolved with, throwing the typed error of a failed job. */
 export function unwrapOutcome<T>(json: string): T {
@@ -61,22 +85,47 @@ export function unwrapOutcome<T>(json: string): T {
   return outcome.output;
 }
 
+/** Runs a TypeScript listener for the core and always answers, so the loop never waits forever. */
+async function answerListener(
+  binding: NativeBinding,
+  listeners: ReadonlyMap<string, { config: object; behaviour: ListenerBehaviour<object> }>,
+  event: Extract<NativeEvent, { kind: "listener" }>,
+): Promise<void> {
+  let answer: string;
+  try {
+    const listener = listeners.get(event.id);
+    if (!listener) throw new Error(`no TypeScript listener with id ${JSON.stringify(event.id)}`);
+    const reply = toReply(await listener.behaviour.call(listener.config, event.state));
+    answer = JSON.stringify({ ok: true, reply: { ...reply, output: reply.output ?? null } });
+  } catch (error) {
+    answer = JSON.stringify({ ok: false, message: error instanceof Error ? error.message : String(error) });
+  }
+  binding.reply(event.replyId, answer);
+}
+
 async function train(config: LearnerConfig, job: Job, options: LearnOptions): Promise<StoredResult> {
   const { binding } = loadNative();
+  const jsListeners = new Map<string, { config: object; behaviour: ListenerBehaviour<object> }>();
+  for (const listener of config.listeners) {
+    const behaviour = listenerBehaviour(listener);
+    if (behaviour) jsListeners.set(listener.id, { config: listener, behaviour });
+  }
   // A throwing callback must not become an uncaught exception that kills the process: keep the
   // first error and raise it from learn() itself.
   let callbackError: unknown;
   const onEvent = (text: string): void => {
     try {
       const event = JSON.parse(text) as NativeEvent;
-      if (event.kind === "epoch") options.onEpoch?.(event.report);
+      if (event.kind === "listener") void answerListener(binding, jsListeners, event);
+      else if (event.kind === "epoch") options.onEpoch?.(event.report);
       else options.onProgress?.(event.progress);
     } catch (error) {
       callbackError ??= error;
     }
   };
-  const wantsEvents = options.onEpoch !== undefined || options.onProgress !== undefined;
-  const outcome = await binding.learn(JSON.stringify(toWire(config, job.paths)), wantsEvents ? onEvent : undefined);
+  const wantsEvents = options.onEpoch !== undefined || options.onProgress !== undefined || jsListeners.size > 0;
+  const wire = toWire(config, job.paths, (c) => listenerBehaviour(c) !== undefined);
+  const outcome = await binding.learn(JSON.stringify(wire), wantsEvents ? onEvent : undefined);
   const result = unwrapOutcome<StoredResult>(outcome);
   if (callbackError !== undefined) throw callbackError;
   return result;

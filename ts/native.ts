@@ -11,6 +11,7 @@ export interface NativeBinding {
   learn(configJson: string, onEvent?: (event: string) => void): Promise<string>;
   panicInTrainingThread(message: string): Promise<string>;
   readConfig(configJson: string): string;
+  reply(replyId: number, replyJson: string): boolean;
 }
 
 // glibc's value; Node does not export it. Keeps the preloaded libraries mapped after

@@ -5,6 +5,15 @@ import { sealedSet } from "../../ts/config/types.js";
 
 const dataset = (seed: number) =>
   c.SyntheticLtrDataset.C({ signal_seed: 3, seed, num_queries: 7, docs_per_query: 5, num_features: 4, noise: 0.25 });
+const ranking = (id: string, seed: number) =>
+  c.RankingValidationListener.C({
+    id,
+    dataset: dataset(seed),
+    metrics: { "ndcg@5": true, mrr: false, pairwise_accuracy: true },
+    warmup: 1,
+    validation_interval: 2,
+    early_stop: 4,
+  });
 const hinge = () => c.HingeLoss.C({ weight: 0.5, margin: 2 });
 const probes = () =>
   c.BatchDimsProvider.C({
@@ -100,7 +109,15 @@ export const SAMPLES: Record<string, () => object> = {
   "xpm_torch.models.MlpScorer": () => c.MlpScorer.C({ input_dim: 6, hidden_dims: [5, 4] }),
   "xpm_torch.data.SyntheticLtrDataset": () => dataset(5),
   "xpm_torch.samplers.PairwiseSampler": () => c.PairwiseSampler.C({ dataset: dataset(6) }),
-  "xpm_torch.listeners.PairwiseAccuracyListener": () => c.PairwiseAccuracyListener.C({ id: "acc", dataset: dataset(7) }),
+  "xpm_torch.listeners.RankingValidationListener": () => ranking("rank", 7),
+  "xpm_torch.parameters.RegexParametersIterator": () => c.RegexParametersIterator.C({ regex: "layers\\.0\\..*", negative_regex: ".*bias" }),
+  "xpm_torch.parameters.InverseParametersIterator": () => c.InverseParametersIterator.C({ iterator: c.RegexParametersIterator.C({ regex: "x" }) }),
+  "xpm_torch.trainers.hooks.LayerFreezer": () => c.LayerFreezer.C({ selector: c.RegexParametersIterator.C({ regex: "layers\\.0\\..*" }) }),
+  "xpm_torch.trainers.hooks.LayerSharer": () =>
+    c.LayerSharer.C({
+      source: c.RegexParametersIterator.C({ regex: "layers\\.1\\.weight" }),
+      target: c.RegexParametersIterator.C({ regex: "layers\\.2\\.weight" }),
+    }),
   "xpm_torch.learner.Learner": () =>
     c.Learner.C({
       random: c.Random.C({ seed: 3 }),
@@ -109,7 +126,7 @@ export const SAMPLES: Record<string, () => object> = {
       max_epochs: 12,
       steps_per_epoch: 34,
       optimizers: [parameterOptimizer(), c.ParameterOptimizer.C({ optimizer: c.SGD.C({ lr: 0.5 }) })],
-      listeners: [validationLoss(), c.PairwiseAccuracyListener.C({ id: "acc", dataset: dataset(8) })],
+      listeners: [validationLoss(), ranking("acc", 8)],
       checkpoint_interval: 3,
       hooks: [c.GradientClippingHook.C({ max_norm: 1 }), c.GradientLogHook.C({})],
       fabric_config: fabric(),
@@ -117,7 +134,4 @@ export const SAMPLES: Record<string, () => object> = {
 };
 
 /** Concrete classes that cannot be built yet, and why. */
-export const UNBUILDABLE: Record<string, string> = {
-  "xpm_torch.trainers.hooks.LayerFreezer": "no concrete ParametersIterator is declared yet",
-  "xpm_torch.trainers.hooks.LayerSharer": "no concrete ParametersIterator is declared yet",
-};
+export const UNBUILDABLE: Record<string, string> = {};

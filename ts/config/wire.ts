@@ -1,6 +1,9 @@
 import { TYPE_KEY, configClassOf } from "./class.js";
 import type { GeneratedPaths } from "./identity.js";
 
+/** The type id under which the core runs listeners written in TypeScript. */
+export const JS_LISTENER = "xpm_torch.listeners.JsListener";
+
 type Wire = null | boolean | number | string | Wire[] | { [key: string]: Wire };
 
 /**
@@ -8,7 +11,7 @@ type Wire = null | boolean | number | string | Wire[] | { [key: string]: Wire };
  * whose first key is its type id, sets as arrays, unset optional values left out, and the
  * generated paths of the job filled in.
  */
-export function toWire(config: object, paths?: GeneratedPaths): Wire {
+export function toWire(config: object, paths?: GeneratedPaths, implementedInJs: (config: object) => boolean = () => false): Wire {
   const seen = new Set<object>();
   const value = (v: unknown): Wire | undefined => {
     if (v === undefined) return undefined;
@@ -21,6 +24,11 @@ export function toWire(config: object, paths?: GeneratedPaths): Wire {
     if (seen.has(config)) throw new TypeError("a configuration that contains itself cannot be sent to the core");
     seen.add(config);
     const cls = configClassOf(config);
+    if (cls && implementedInJs(config)) {
+      // The core runs it by asking the JavaScript side: it only needs the id.
+      seen.delete(config);
+      return { [TYPE_KEY]: JS_LISTENER, id: (config as { id?: string }).id ?? "", class: cls.typeId };
+    }
     const out: { [key: string]: Wire } = { [TYPE_KEY]: cls?.typeId ?? "" };
     const record = config as Record<string, unknown>;
     for (const [name, { spec }] of Object.entries(cls?.params ?? {})) {

@@ -23,6 +23,25 @@ pub enum Error {
     /// The run was interrupted on request.
     #[error("training was cancelled")]
     Cancelled,
+    /// Reading or writing a file failed.
+    #[error("{path}: {message}")]
+    Io {
+        /// The file or directory.
+        path: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// Gradients or scores became NaN or infinite.
+    #[error("non-finite values at step {step}: {what}")]
+    NonFinite {
+        /// The global step.
+        step: u64,
+        /// What was not finite.
+        what: String,
+    },
+    /// A listener or hook written in JavaScript failed.
+    #[error("{0}")]
+    Callback(String),
 }
 
 impl Error {
@@ -33,6 +52,17 @@ impl Error {
             Error::Torch(_) => "ERR_TORCH",
             Error::Panic(_) => "ERR_PANIC",
             Error::Cancelled => "ERR_CANCELLED",
+            Error::Io { .. } => "ERR_IO",
+            Error::NonFinite { .. } => "ERR_NON_FINITE",
+            Error::Callback(_) => "ERR_CALLBACK",
+        }
+    }
+
+    /// An I/O error on `path`.
+    pub fn io(path: impl AsRef<std::path::Path>, err: std::io::Error) -> Self {
+        Error::Io {
+            path: path.as_ref().display().to_string(),
+            message: err.to_string(),
         }
     }
 

@@ -6,7 +6,9 @@
 pub mod config;
 pub mod data;
 mod error;
+mod fsutil;
 pub mod learner;
+pub mod logging;
 pub mod losses;
 pub mod models;
 pub mod optim;

@@ -1,17 +1,35 @@
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::mpsc::{channel, Sender};
+use std::sync::{LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
 use napi::bindgen_prelude::Status;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use napi_derive::napi;
 use serde_json::json;
-use xpm_torch_core::learner::{EpochReport, Observer, StepProgress};
-use xpm_torch_core::Result;
+use xpm_torch_core::learner::{EpochReport, JsListenerReply, ListenerView, Observer, StepProgress};
+use xpm_torch_core::{Error, Result};
 
 /// A JS callback receiving event JSON; weak, so a pending call never keeps Node alive.
 pub type EventCallback = ThreadsafeFunction<String, (), String, Status, false, true>;
 
 const STEP_EVENT_INTERVAL: Duration = Duration::from_millis(100);
 
-/// Forwards the loop's reports to JavaScript: every epoch, and steps at most every 100 ms.
+/// Replies the training thread waits for, by id (see [`reply`]).
+static PENDING: LazyLock<Mutex<HashMap<u32, Sender<String>>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
+static NEXT_REPLY: AtomicU32 = AtomicU32::new(1);
+
+/// Delivers the JavaScript side's answer to a request the training thread is waiting on.
+#[napi]
+pub fn reply(reply_id: u32, reply_json: String) -> bool {
+    let sender = PENDING.lock().ok().and_then(|mut p| p.remove(&reply_id));
+    sender.is_some_and(|s| s.send(reply_json).is_ok())
+}
+
+/// Forwards the loop's reports to JavaScript (every epoch; steps at most every 100 ms) and runs
+/// the listeners written in JavaScript, waiting for their answers.
 pub struct JsObserver {
     callback: Option<EventCallback>,
     last_step_event: Option<Instant>,
@@ -30,6 +48,31 @@ impl JsObserver {
             cb.call(event.to_string(), ThreadsafeFunctionCallMode::NonBlocking);
         }
     }
+
+    /// Sends `event` with a reply id and blocks until JavaScript answers through [`reply`].
+    fn request(&self, mut event: serde_json::Value) -> Result<String> {
+        let Some(cb) = &self.callback else {
+            return Err(Error::Callback(
+                "no JavaScript event handler was given to learn()".into(),
+            ));
+        };
+        let (tx, rx) = channel();
+        let id = NEXT_REPLY.fetch_add(1, Ordering::Relaxed);
+        PENDING
+            .lock()
+            .map_err(|_| Error::Callback("the reply table is poisoned".into()))?
+            .insert(id, tx);
+        event["replyId"] = json!(id);
+        let status = cb.call(event.to_string(), ThreadsafeFunctionCallMode::Blocking);
+        if status != Status::Ok {
+            PENDING.lock().ok().map(|mut p| p.remove(&id));
+            return Err(Error::Callback(format!(
+                "cannot call into JavaScript ({status})"
+            )));
+        }
+        rx.recv()
+            .map_err(|_| Error::Callback("JavaScript never answered".into()))
+    }
 }
 
 impl Observer for JsObserver {
@@ -47,5 +90,17 @@ impl Observer for JsObserver {
     fn on_epoch(&mut self, report: &EpochReport) -> Result<()> {
         self.send(json!({ "kind": "epoch", "report": report }));
         Ok(())
+    }
+
+    fn js_listener(&mut self, id: &str, view: &ListenerView<'_>) -> Result<JsListenerReply> {
+        let text = self.request(json!({ "kind": "listener", "id": id, "state": view }))?;
+        let value: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| Error::Callback(format!("listener {id:?} answered badly: {e}")))?;
+        if value["ok"] == json!(false) {
+            let message = value["message"].as_str().unwrap_or("failed");
+            return Err(Error::Callback(format!("listener {id:?}: {message}")));
+        }
+        serde_json::from_value(value["reply"].clone())
+            .map_err(|e| Error::Callback(format!("listener {id:?} answered badly: {e}")))
     }
 }

@@ -1,8 +1,8 @@
 // Classes of this package with no Python counterpart: the models, data and listeners that the
 // Rust core implements. Their type ids live under `xpm_torch` so that identifiers stay stable.
 import { configOf, defineConfig } from "../class.js";
-import { param } from "../declare.js";
-import { float, int, list } from "../types.js";
+import { generated, param } from "../declare.js";
+import { bool, dict, float, int, list } from "../types.js";
 import { Module, SampleIterator, Sampler } from "./base.js";
 import { LearnerListener } from "./learner.js";
 
@@ -37,9 +37,35 @@ export const PairwiseSampler = defineConfig(
   { extends: Sampler },
 );
 
-/** Reports the fraction of held-out preference pairs the model orders correctly. */
-export const PairwiseAccuracyListener = defineConfig(
-  "xpm_torch.listeners.PairwiseAccuracyListener",
-  { dataset: param(configOf(SyntheticLtrDataset)) },
-  { extends: LearnerListener },
+/** Metric names a {@link RankingValidationListener} understands. */
+export const RANK_METRIC = /^(pairwise_accuracy|mrr|ndcg(@[1-9][0-9]*)?)$/;
+
+/**
+ * Ranking metrics on held-out queries — `pairwise_accuracy`, `mrr`, `ndcg` and `ndcg@k`; higher
+ * is better. `metrics` maps each metric to whether its best model is kept under `bestpath`.
+ */
+export const RankingValidationListener = defineConfig(
+  "xpm_torch.listeners.RankingValidationListener",
+  {
+    dataset: param(configOf(SyntheticLtrDataset)),
+    metrics: param(dict(bool())).default({ "ndcg@10": true, mrr: false, pairwise_accuracy: false }, { ignoreDefault: true }),
+    warmup: param(int((s) => s.min(-1))).default(-1, { ignoreDefault: true }),
+    validation_interval: param(int((s) => s.min(1))).default(1, { ignoreDefault: true }),
+    early_stop: param(int((s) => s.min(0))).default(0, { ignoreDefault: true }),
+    bestpath: generated("best"),
+    info: generated("info.json"),
+  },
+  {
+    extends: LearnerListener,
+    validate(v, issue) {
+      const names = Object.keys(v.metrics);
+      if (names.length === 0) issue("metrics", "needs at least one metric");
+      for (const name of names) {
+        if (!RANK_METRIC.test(name)) issue(`metrics.${name}`, "unknown metric (use pairwise_accuracy, mrr, ndcg or ndcg@k)");
+      }
+      if (v.early_stop % v.validation_interval !== 0) {
+        issue("early_stop", `must be a multiple of validation_interval (${v.validation_interval}), or 0`);
+      }
+    },
+  },
 );

@@ -66,7 +66,15 @@ config_enum! {
         /// A listener.
         TrainerValidationLoss(Box<TrainerValidationLossConfig>) = "xpm_torch.trainers.validation.TrainerValidationLoss",
         /// A listener.
-        PairwiseAccuracyListener(PairwiseAccuracyListenerConfig) = "xpm_torch.listeners.PairwiseAccuracyListener",
+        RankingValidationListener(Box<RankingValidationConfig>) = "xpm_torch.listeners.RankingValidationListener",
+        /// A hook.
+        LayerFreezer(LayerFreezerConfig) = "xpm_torch.trainers.hooks.LayerFreezer",
+        /// A hook.
+        LayerSharer(LayerSharerConfig) = "xpm_torch.trainers.hooks.LayerSharer",
+        /// A selector.
+        RegexParametersIterator(RegexIteratorConfig) = "xpm_torch.parameters.RegexParametersIterator",
+        /// A selector.
+        InverseParametersIterator(Box<InverseIteratorConfig>) = "xpm_torch.parameters.InverseParametersIterator",
         /// Validation checkpoint selector.
         ValidationSettings(ValidationSettings) = "xpm_torch.validation.ValidationSettings",
         /// A model.

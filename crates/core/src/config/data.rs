@@ -1,3 +1,5 @@
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use super::tagged::config_enum;
@@ -46,12 +48,36 @@ pub struct SyntheticLtrConfig {
     pub noise: f64,
 }
 
-/// Measures the fraction of preference pairs the model orders correctly.
+/// `xpm_torch.listeners.RankingValidationListener`: ranking metrics on held-out queries.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct PairwiseAccuracyListenerConfig {
-    /// Unique id; metrics are logged as `<id>/accuracy`.
+pub struct RankingValidationConfig {
+    /// Unique id; metrics are logged as `<id>/<metric>`.
     pub id: String,
     /// The held-out data.
     pub dataset: DatasetConfig,
+    /// Metric name to whether its best model is kept (`pairwise_accuracy`, `mrr`, `ndcg`, `ndcg@k`).
+    pub metrics: BTreeMap<String, bool>,
+    /// Epochs before best models are tracked (-1: from the start).
+    pub warmup: i64,
+    /// Epochs between validations.
+    pub validation_interval: u64,
+    /// Epochs without improvement of a kept metric before stopping (0: never).
+    pub early_stop: u64,
+    /// Best models (generated).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bestpath: Option<String>,
+    /// Metric values per epoch (generated).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub info: Option<String>,
+}
+
+/// A listener written in JavaScript: the loop asks the JavaScript side to run it.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct JsListenerConfig {
+    /// Unique id.
+    pub id: String,
+    /// The listener's own type id (for messages).
+    pub class: String,
 }

@@ -28,3 +28,51 @@ pub struct GradientLogConfig {
     /// The TensorBoard tag.
     pub name: String,
 }
+
+/// `xpm_torch.trainers.hooks.LayerFreezer`.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LayerFreezerConfig {
+    /// The parameters to freeze.
+    pub selector: ParametersIteratorConfig,
+}
+
+/// `xpm_torch.trainers.hooks.LayerSharer`.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LayerSharerConfig {
+    /// The parameters shared.
+    pub source: ParametersIteratorConfig,
+    /// The parameters replaced by them, in the same order.
+    pub target: ParametersIteratorConfig,
+}
+
+config_enum! {
+    /// Parameter selectors.
+    #[derive(Debug, Clone, PartialEq)]
+    pub enum ParametersIteratorConfig {
+        /// Names matching a regular expression (and not a negative one).
+        Regex(RegexIteratorConfig) = "xpm_torch.parameters.RegexParametersIterator",
+        /// The complement of another selection.
+        Inverse(Box<InverseIteratorConfig>) = "xpm_torch.parameters.InverseParametersIterator",
+    }
+}
+
+/// `xpm_torch.parameters.RegexParametersIterator`.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegexIteratorConfig {
+    /// Selects names it fully matches.
+    pub regex: String,
+    /// Deselects names it fully matches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub negative_regex: Option<String>,
+}
+
+/// `xpm_torch.parameters.InverseParametersIterator`.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct InverseIteratorConfig {
+    /// The selection to invert.
+    pub iterator: ParametersIteratorConfig,
+}

@@ -2,8 +2,8 @@ use serde::{Deserialize, Serialize};
 
 use super::tagged::{config_enum, config_types};
 use super::{
-    FabricConfiguration, HookConfig, ModelConfig, PairwiseAccuracyListenerConfig,
-    ParameterOptimizerConfig, TrainerConfig, TrainerValidationLossConfig, Typed,
+    FabricConfiguration, HookConfig, JsListenerConfig, ModelConfig, ParameterOptimizerConfig,
+    RankingValidationConfig, TrainerConfig, TrainerValidationLossConfig, Typed,
 };
 use crate::{Error, Result};
 
@@ -66,8 +66,10 @@ config_enum! {
     /// Listeners run after each epoch.
     #[derive(Debug, Clone, PartialEq)]
     pub enum ListenerConfig {
-        /// Pairwise accuracy of the model on a held-out dataset.
-        PairwiseAccuracy(PairwiseAccuracyListenerConfig) = "xpm_torch.listeners.PairwiseAccuracyListener",
+        /// Ranking metrics on held-out queries.
+        Ranking(Box<RankingValidationConfig>) = "xpm_torch.listeners.RankingValidationListener",
+        /// A listener written in JavaScript.
+        Js(JsListenerConfig) = "xpm_torch.listeners.JsListener",
         /// The trainer's loss on held-out data.
         ValidationLoss(Box<TrainerValidationLossConfig>) = "xpm_torch.trainers.validation.TrainerValidationLoss",
     }
@@ -77,7 +79,8 @@ impl ListenerConfig {
     /// The listener's unique id.
     pub fn id(&self) -> &str {
         match self {
-            ListenerConfig::PairwiseAccuracy(c) => &c.id,
+            ListenerConfig::Ranking(c) => &c.id,
+            ListenerConfig::Js(c) => &c.id,
             ListenerConfig::ValidationLoss(c) => &c.id,
         }
     }

@@ -1,11 +1,12 @@
 use serde::{Deserialize, Serialize};
 
 use super::tagged::config_enum;
+use super::{LayerFreezerConfig, LayerSharerConfig};
 
 config_enum! {
-    /// Training hooks of a trainer: its losses.
+    /// Training hooks of a trainer: its losses and structural hooks.
     #[derive(Debug, Clone, PartialEq)]
-    pub enum LossConfig {
+    pub enum TrainingHookConfig {
         /// `max(0, margin - (s+ - s-))`.
         PairwiseHinge(HingeLossConfig) = "xpm_torch.losses.pairwise.HingeLoss",
         /// `softplus(s- - s+)`.
@@ -16,6 +17,10 @@ config_enum! {
         BatchwiseCrossEntropy(WeightOnly) = "xpm_torch.losses.batchwise.CrossEntropyLoss",
         /// InfoNCE over each query's documents.
         BatchwiseSoftmaxCrossEntropy(WeightOnly) = "xpm_torch.losses.batchwise.SoftmaxCrossEntropy",
+        /// Freezes the selected parameters.
+        LayerFreezer(LayerFreezerConfig) = "xpm_torch.trainers.hooks.LayerFreezer",
+        /// Makes target parameters the very tensors of source parameters.
+        LayerSharer(LayerSharerConfig) = "xpm_torch.trainers.hooks.LayerSharer",
     }
 }
 

@@ -19,11 +19,26 @@ pub(crate) fn demo_config_json() -> String {
         "optimizers":[{{"__xpmtype__":"xpm_torch.optim.ParameterOptimizer",
             "optimizer":{{"__xpmtype__":"xpm_torch.optim.Adam","lr":0.01,"weight_decay":0.0,"eps":1e-8,"betas":[0.9,0.999]}},
             "filter":{{"__xpmtype__":"xpm_torch.optim.ParameterFilter"}}}}],
-        "listeners":[{{"__xpmtype__":"xpm_torch.listeners.PairwiseAccuracyListener","id":"heldout","dataset":{heldout}}}],
+        "listeners":[{{"__xpmtype__":"xpm_torch.listeners.RankingValidationListener","id":"heldout","dataset":{heldout},
+            "metrics":{{"pairwise_accuracy":true,"ndcg@5":false}},"warmup":-1,"validation_interval":1,"early_stop":0}}],
         "checkpoint_interval":1,"logpath":"/tmp/job/runs","checkpointspath":"/tmp/job/checkpoints","hooks":[],
         "fabric_config":{{"__xpmtype__":"xpm_torch.configuration.FabricConfiguration","precision":"32-true",
             "num_nodes":1,"devices":"auto","strategy":"auto","accelerator":"auto"}}}}"#,
         train = dataset(1, 60),
         heldout = dataset(2, 20),
     )
+}
+
+/// A fresh directory for one test's files.
+pub(crate) fn scratch_dir() -> std::path::PathBuf {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "xpm-core-test-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
 }

@@ -3,7 +3,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::tagged::config_enum;
-use super::{BatcherConfig, LossConfig, ModelConfig, SamplerConfig};
+use super::{BatcherConfig, ModelConfig, SamplerConfig, TrainingHookConfig};
 
 config_enum! {
     /// The trainers.
@@ -21,7 +21,7 @@ config_enum! {
 #[serde(deny_unknown_fields)]
 pub struct LossTrainerConfig {
     /// Losses (training hooks contributing a loss).
-    pub hooks: Vec<LossConfig>,
+    pub hooks: Vec<TrainingHookConfig>,
     /// A model other than the learner's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<ModelConfig>,
@@ -40,7 +40,7 @@ pub struct LossTrainerConfig {
 #[serde(deny_unknown_fields)]
 pub struct MultipleTrainerConfig {
     /// Hooks of the combined trainer.
-    pub hooks: Vec<LossConfig>,
+    pub hooks: Vec<TrainingHookConfig>,
     /// A model other than the learner's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<ModelConfig>,

@@ -1,29 +1,33 @@
-//! Turns a validated configuration into the objects of a run, in a fixed order.
+//! Turns a validated configuration into the objects of a run, in a fixed order: model,
+//! structural hooks, trainer, optimizers, listeners.
 
+use std::path::PathBuf;
+
+use super::hooks::{apply_structural_hooks, GradientHook};
+use super::listeners::best::{BestTracker, Direction};
+use super::listeners::{
+    ranking_trackers, JsListener, Listener, RankMetric, RankingValidation, ValidationLoss,
+};
+use super::trainers::{EvaluationPairs, LossSet, MultipleTrainer, PairwiseLossTrainer, Trainer};
 use crate::config::{
-    DatasetConfig, LearnerConfig, ListenerConfig, LossConfig, ModelConfig, OptimizerConfig,
-    SamplerConfig, TrainerConfig,
+    DatasetConfig, LearnerConfig, ListenerConfig, LossTrainerConfig, ModelConfig, OptimizerConfig,
+    SamplerConfig, TrainerConfig, TrainingHookConfig,
 };
 use crate::data::{synthetic_ltr, LtrDataset, PairwiseSampler};
-use crate::learner::PairwiseEvaluation;
 use crate::losses::{HingeLoss, PairwiseLoss};
-use crate::models::MlpScorer;
-use crate::optim::Adam;
+use crate::models::{MlpScorer, Model};
+use crate::optim::{
+    schedule, Adam, Optimizer, Optimizers, ParameterFilter, ScheduledOptimizer, Sgd,
+};
 use crate::rng::Rng;
 use crate::{Error, Result};
 
-pub(crate) struct Listener {
-    pub id: String,
-    pub evaluation: PairwiseEvaluation,
-}
-
 pub(crate) struct Run {
-    pub model: MlpScorer,
-    pub sampler: PairwiseSampler,
-    pub batch_size: usize,
-    pub losses: Vec<Box<dyn PairwiseLoss>>,
-    pub optimizers: Vec<Adam>,
-    pub listeners: Vec<Listener>,
+    pub model: Box<dyn Model>,
+    pub trainer: Box<dyn Trainer>,
+    pub optimizers: Optimizers,
+    pub gradient_hooks: Vec<GradientHook>,
+    pub listeners: Vec<Box<dyn Listener>>,
 }
 
 /// A configuration this core can read but not run yet.
@@ -40,103 +44,244 @@ fn dataset(config: &DatasetConfig, path: &str) -> Result<LtrDataset> {
     }
 }
 
-fn pairwise_loss(config: &LossConfig, path: String) -> Result<Box<dyn PairwiseLoss>> {
-    match config {
-        LossConfig::PairwiseHinge(c) => Ok(Box::new(HingeLoss {
-            weight: c.weight,
-            margin: c.margin,
-        })),
-        other => Err(unsupported(path, other.type_id())),
+fn loss_set(hooks: &[TrainingHookConfig], path: &str) -> Result<LossSet> {
+    let mut losses: Vec<Box<dyn PairwiseLoss>> = Vec::new();
+    for (i, hook) in hooks.iter().enumerate() {
+        match hook {
+            TrainingHookConfig::PairwiseHinge(c) => losses.push(Box::new(HingeLoss {
+                weight: c.weight,
+                margin: c.margin,
+            })),
+            TrainingHookConfig::LayerFreezer(_) | TrainingHookConfig::LayerSharer(_) => {}
+            other => return Err(unsupported(format!("{path}.hooks[{i}]"), other.type_id())),
+        }
     }
+    if losses.is_empty() {
+        return Err(Error::config(
+            format!("{path}.hooks"),
+            "a LossTrainer needs at least one loss among its hooks",
+        ));
+    }
+    Ok(LossSet { losses })
+}
+
+fn loss_trainer(config: &LossTrainerConfig, seed: u64, path: &str) -> Result<Box<dyn Trainer>> {
+    if config.model.is_some() {
+        return Err(Error::config(
+            format!("{path}.model"),
+            "a trainer-specific model is not supported yet",
+        ));
+    }
+    if config.batch_size == 0 {
+        return Err(Error::config(
+            format!("{path}.batch_size"),
+            "must be at least 1",
+        ));
+    }
+    let SamplerConfig::Pairwise(sampler) = &config.sampler;
+    let data = dataset(&sampler.dataset, &format!("{path}.sampler.dataset"))?;
+    let rng = Rng::derive(seed, &format!("{path}/sampler"));
+    Ok(Box::new(PairwiseLossTrainer {
+        sampler: PairwiseSampler::new(&data, rng, &format!("{path}.sampler"))?,
+        batch_size: config.batch_size as usize,
+        losses: loss_set(&config.hooks, path)?,
+    }))
+}
+
+fn trainer(config: &TrainerConfig, seed: u64, path: &str) -> Result<Box<dyn Trainer>> {
+    match config {
+        TrainerConfig::Loss(t) => loss_trainer(t, seed, path),
+        TrainerConfig::Multiple(m) => {
+            if !m.hooks.is_empty() {
+                return Err(unsupported(
+                    format!("{path}.hooks[0]"),
+                    m.hooks[0].type_id(),
+                ));
+            }
+            let trainers = m
+                .trainers
+                .iter()
+                .map(|(name, t)| {
+                    Ok((
+                        name.clone(),
+                        trainer(t, seed, &format!("{path}.trainers.{name}"))?,
+                    ))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            Ok(Box::new(MultipleTrainer { trainers }))
+        }
+    }
+}
+
+/// The trainers' structural hooks (freezer, sharer) with their config paths.
+fn structural_hooks<'a>(
+    config: &'a TrainerConfig,
+    path: &str,
+    out: &mut Vec<(String, &'a TrainingHookConfig)>,
+) {
+    match config {
+        TrainerConfig::Loss(t) => {
+            for (i, h) in t.hooks.iter().enumerate() {
+                out.push((format!("{path}.hooks[{i}]"), h));
+            }
+        }
+        TrainerConfig::Multiple(m) => {
+            for (name, t) in &m.trainers {
+                structural_hooks(t, &format!("{path}.trainers.{name}"), out);
+            }
+        }
+    }
+}
+
+fn optimizers(config: &LearnerConfig, model: &dyn Model, frozen: &[String]) -> Result<Optimizers> {
+    let total_steps = config.max_epochs * config.steps_per_epoch;
+    let mut unclaimed: Vec<(String, tch::Tensor)> = Vec::new();
+    let mut seen = Vec::new();
+    for p in model.named_parameters() {
+        // A shared parameter is optimized once, under its first name; frozen ones not at all.
+        if frozen.contains(&p.name)
+            || seen
+                .iter()
+                .any(|t: &tch::Tensor| t.data_ptr() == p.tensor.data_ptr())
+        {
+            continue;
+        }
+        seen.push(p.tensor.shallow_clone());
+        unclaimed.push((p.name, p.tensor));
+    }
+    let mut entries = Vec::with_capacity(config.optimizers.len());
+    for (i, opt) in config.optimizers.iter().enumerate() {
+        let path = format!("learner.optimizers[{i}]");
+        if opt.module.is_some() {
+            return Err(Error::config(
+                format!("{path}.module"),
+                "optimizing another module than the learner's model is not supported yet",
+            ));
+        }
+        let filter = ParameterFilter::new(&opt.filter, &format!("{path}.filter"))?;
+        let (claimed, rest): (Vec<_>, Vec<_>) = unclaimed
+            .into_iter()
+            .partition(|(name, _)| filter.accepts(name));
+        unclaimed = rest;
+        if claimed.is_empty() {
+            return Err(Error::config(
+                format!("{path}.filter"),
+                "selects no parameter (earlier optimizers claim first)",
+            ));
+        }
+        let params: Vec<tch::Tensor> = claimed.into_iter().map(|(_, t)| t).collect();
+        let optimizer: Box<dyn Optimizer> = match &opt.optimizer {
+            OptimizerConfig::Sgd(c) => Box::new(Sgd::new(c.clone(), params)),
+            OptimizerConfig::Adam(c) => Box::new(Adam::new(c.clone(), false, params)?),
+            OptimizerConfig::AdamW(c) => Box::new(Adam::new(c.clone(), true, params)?),
+        };
+        let schedule = opt.scheduler.as_ref().map(|s| schedule(s, total_steps));
+        entries.push(ScheduledOptimizer {
+            optimizer,
+            schedule,
+        });
+    }
+    Ok(Optimizers::new(entries))
+}
+
+fn listener(config: &ListenerConfig, i: usize) -> Result<Box<dyn Listener>> {
+    let path = format!("learner.listeners[{i}]");
+    let positive = |v: u64, field: &str| -> Result<u64> {
+        if v == 0 {
+            Err(Error::config(
+                format!("{path}.{field}"),
+                "must be at least 1",
+            ))
+        } else {
+            Ok(v)
+        }
+    };
+    Ok(match config {
+        ListenerConfig::Ranking(c) => {
+            let data = dataset(&c.dataset, &format!("{path}.dataset"))?;
+            let metrics = c
+                .metrics
+                .keys()
+                .map(|name| {
+                    Ok((
+                        name.clone(),
+                        RankMetric::parse(name, &format!("{path}.metrics"))?,
+                    ))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let bestpath = c.bestpath.as_ref().map(PathBuf::from);
+            Box::new(RankingValidation {
+                id: c.id.clone(),
+                features: data.features_tensor()?,
+                data,
+                metrics,
+                trackers: ranking_trackers(&c.metrics, bestpath.as_ref()),
+                kept: c
+                    .metrics
+                    .iter()
+                    .filter(|(_, keep)| **keep)
+                    .map(|(n, _)| n.clone())
+                    .collect(),
+                warmup: c.warmup,
+                validation_interval: positive(c.validation_interval, "validation_interval")?,
+                early_stop: c.early_stop,
+                info: c.info.as_ref().map(PathBuf::from),
+            })
+        }
+        ListenerConfig::ValidationLoss(c) => {
+            let data = dataset(&c.data, &format!("{path}.data"))?;
+            let model = c
+                .bestpath
+                .as_ref()
+                .map(|p| PathBuf::from(p).join("model.safetensors"));
+            Box::new(ValidationLoss {
+                id: c.id.clone(),
+                data: EvaluationPairs::new(&data)?,
+                losses: loss_set(&c.trainer.hooks, &format!("{path}.trainer"))?,
+                batch_size: positive(c.batch_size, "batch_size")? as usize,
+                tracker: BestTracker::new(Direction::Lower, model),
+                warmup: c.warmup,
+                validation_interval: positive(c.validation_interval, "validation_interval")?,
+                early_stop: c.early_stop,
+                info: c.info.as_ref().map(PathBuf::from),
+            })
+        }
+        ListenerConfig::Js(c) => Box::new(JsListener {
+            id: c.id.clone(),
+            last_output: serde_json::Value::Null,
+        }),
+    })
 }
 
 pub(crate) fn build(config: &LearnerConfig) -> Result<Run> {
     let seed = config.random.seed;
-    if let Some(hook) = config.hooks.first() {
-        return Err(unsupported("learner.hooks[0]", hook.type_id()));
-    }
     let ModelConfig::Mlp(mlp) = &config.model;
-    let model = MlpScorer::new(mlp, &mut Rng::derive(seed, "model/init"))?;
+    let mut model: Box<dyn Model> =
+        Box::new(MlpScorer::new(mlp, &mut Rng::derive(seed, "model/init"))?);
 
-    let trainer = match &config.trainer {
-        TrainerConfig::Loss(t) => t,
-        other => return Err(unsupported("learner.trainer", other.type_id())),
-    };
-    if trainer.model.is_some() {
-        return Err(Error::config(
-            "learner.trainer.model",
-            "a trainer-specific model is not supported yet",
-        ));
-    }
-    let SamplerConfig::Pairwise(sampler) = &trainer.sampler;
-    let data = dataset(&sampler.dataset, "learner.trainer.sampler.dataset")?;
-    let sampler = PairwiseSampler::new(
-        &data,
-        Rng::derive(seed, "trainer/sampler"),
-        "learner.trainer.sampler",
-    )?;
-    let losses = trainer
-        .hooks
-        .iter()
-        .enumerate()
-        .map(|(i, h)| pairwise_loss(h, format!("learner.trainer.hooks[{i}]")))
-        .collect::<Result<Vec<_>>>()?;
-    if losses.is_empty() {
-        return Err(Error::config(
-            "learner.trainer.hooks",
-            "a LossTrainer needs at least one loss",
-        ));
-    }
-    if trainer.batch_size == 0 {
-        return Err(Error::config(
-            "learner.trainer.batch_size",
-            "must be at least 1",
-        ));
-    }
-
-    let mut optimizers = Vec::with_capacity(config.optimizers.len());
-    let mut unclaimed = model.parameters();
-    for (i, opt) in config.optimizers.iter().enumerate() {
-        let path = format!("learner.optimizers[{i}]");
-        if let Some(s) = &opt.scheduler {
-            return Err(unsupported(format!("{path}.scheduler"), s.type_id()));
-        }
-        if opt.filter.type_id() != "xpm_torch.optim.ParameterFilter" {
-            return Err(unsupported(format!("{path}.filter"), opt.filter.type_id()));
-        }
-        // The accept-all filter: the first optimizer claims every parameter.
-        let params = std::mem::take(&mut unclaimed);
-        match &opt.optimizer {
-            OptimizerConfig::Adam(adam) => optimizers.push(Adam::new(adam.clone(), params)?),
-            other => return Err(unsupported(format!("{path}.optimizer"), other.type_id())),
+    let mut hooks = Vec::new();
+    structural_hooks(&config.trainer, "learner.trainer", &mut hooks);
+    let frozen = apply_structural_hooks(&hooks, model.as_mut())?;
+    for p in model.named_parameters() {
+        if frozen.contains(&p.name) {
+            let _ = p.tensor.set_requires_grad(false);
         }
     }
 
+    let trainer = trainer(&config.trainer, seed, "learner.trainer")?;
+    let optimizers = optimizers(config, model.as_ref(), &frozen)?;
+    let gradient_hooks = config.hooks.iter().map(GradientHook::new).collect();
     let listeners = config
         .listeners
         .iter()
         .enumerate()
-        .map(|(i, l)| match l {
-            ListenerConfig::PairwiseAccuracy(c) => {
-                let data = dataset(&c.dataset, &format!("learner.listeners[{i}].dataset"))?;
-                Ok(Listener {
-                    id: c.id.clone(),
-                    evaluation: PairwiseEvaluation::new(&data)?,
-                })
-            }
-            other => Err(unsupported(
-                format!("learner.listeners[{i}]"),
-                other.type_id(),
-            )),
-        })
+        .map(|(i, l)| listener(l, i))
         .collect::<Result<Vec<_>>>()?;
-
     Ok(Run {
         model,
-        sampler,
-        batch_size: trainer.batch_size as usize,
-        losses,
+        trainer,
         optimizers,
+        gradient_hooks,
         listeners,
     })
 }

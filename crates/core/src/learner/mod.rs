@@ -1,10 +1,18 @@
 //! The learner: builds everything from the configuration and runs the epoch/step loop.
 
 mod build;
-mod evaluate;
+mod context;
+mod hooks;
+mod listeners;
+mod metrics;
 mod observer;
+mod output;
 mod run;
+mod trainers;
 
-pub use evaluate::*;
+pub use context::*;
+pub use listeners::{ListenerStatus, ListenerView};
+pub use metrics::*;
 pub use observer::*;
+pub use output::*;
 pub use run::*;

@@ -1,22 +1,23 @@
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use crate::Result;
+use super::{ListenerStatus, ListenerView};
+use crate::{Error, Result};
 
 /// What one epoch produced.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EpochReport {
     /// Epoch number, from 1.
     pub epoch: u64,
     /// Global step count at the end of the epoch.
     pub step: u64,
-    /// Mean over the epoch's pairs of the weighted sum of the losses.
+    /// Mean over the epoch's records of the weighted sum of the losses.
     pub loss: f64,
-    /// Mean of each loss (unweighted) by its name, e.g. `pair-hinge`.
-    pub losses: BTreeMap<String, f64>,
-    /// Listener metrics, e.g. `heldout/accuracy`.
+    /// Every training metric of the epoch (`pair-hinge`, `accuracy`, learning rates, ...).
+    pub train: BTreeMap<String, f64>,
+    /// Listener metrics, e.g. `heldout/ndcg@10`.
     pub metrics: BTreeMap<String, f64>,
     /// Optimizer steps per second of wall time during the epoch.
     pub steps_per_second: f64,
@@ -30,11 +31,25 @@ pub struct StepProgress {
     pub epoch: u64,
     /// Global step count.
     pub step: u64,
-    /// Steps the whole run will take.
+    /// Steps the whole run will take (at most).
     pub total_steps: u64,
 }
 
-/// Receives what the loop reports. Returning an error stops the run with that error.
+/// What a JavaScript listener answered.
+#[derive(Debug, Clone, Deserialize)]
+pub struct JsListenerReply {
+    /// Its vote.
+    pub status: ListenerStatus,
+    /// Metrics it wants logged, by tag.
+    #[serde(default)]
+    pub metrics: Option<BTreeMap<String, f64>>,
+    /// What `learn()` reports for it.
+    #[serde(default)]
+    pub output: serde_json::Value,
+}
+
+/// Receives what the loop reports and runs what lives on the JavaScript side. Returning an
+/// error stops the run with that error.
 pub trait Observer {
     /// After every optimizer step; implementations throttle what they forward.
     fn on_step(&mut self, _progress: StepProgress) -> Result<()> {
@@ -43,6 +58,15 @@ pub trait Observer {
     /// After every epoch.
     fn on_epoch(&mut self, _report: &EpochReport) -> Result<()> {
         Ok(())
+    }
+    /// Runs the JavaScript listener `id` and waits for its vote.
+    ///
+    /// # Errors
+    /// [`Error::Callback`] when the listener fails or there is no JavaScript side.
+    fn js_listener(&mut self, id: &str, _view: &ListenerView<'_>) -> Result<JsListenerReply> {
+        Err(Error::Callback(format!(
+            "listener {id:?} is written in JavaScript, but this run has no JavaScript side"
+        )))
     }
 }
 

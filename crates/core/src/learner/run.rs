@@ -1,131 +1,164 @@
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use serde::Serialize;
-use tch::{Kind, Tensor};
+use tch::Tensor;
 
 use super::build::{build, Run};
-use super::{EpochReport, Observer, StepProgress};
+use super::listeners::{ListenerStatus, ListenerView};
+use super::{EpochReport, LearnOutput, Observer, StepProgress, TrainerContext};
 use crate::config::LearnerConfig;
 use crate::{Error, Result};
-
-/// What a finished run returns.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct LearnOutput {
-    /// One report per epoch, in order.
-    pub epochs: Vec<EpochReport>,
-}
 
 /// Runs a whole training on the calling thread.
 ///
 /// # Errors
-/// Configuration problems found while building, libtorch errors, observer errors, and
-/// [`Error::Cancelled`] when `cancel` is set (checked between steps).
+/// Configuration problems found while building, libtorch errors, non-finite losses or
+/// gradients, observer errors, and [`Error::Cancelled`] when `cancel` is set (checked
+/// between steps).
 pub fn learn(
     config: &LearnerConfig,
     observer: &mut dyn Observer,
     cancel: &AtomicBool,
 ) -> Result<LearnOutput> {
     let mut run = build(config)?;
+    let checkpoints = config.checkpointspath.as_ref().map(PathBuf::from);
+    let mut ctx = TrainerContext::new(
+        config.steps_per_epoch,
+        config.logpath.as_ref().map(PathBuf::from),
+        checkpoints.clone(),
+    );
     let total_steps = config.max_epochs * config.steps_per_epoch;
-    let mut step = 0;
-    let mut epochs = Vec::with_capacity(config.max_epochs as usize);
+    let mut output = LearnOutput {
+        epochs: Vec::with_capacity(config.max_epochs as usize),
+        listeners: BTreeMap::new(),
+        learned_model: None,
+        checkpoints: BTreeMap::new(),
+        stopped: None,
+    };
     for epoch in 1..=config.max_epochs {
+        ctx.epoch = epoch;
         let started = Instant::now();
-        // Detached running sums, read once per epoch: no per-step device synchronisation.
-        let mut sums: Vec<Tensor> = Vec::new();
-        let mut pairs = 0i64;
+        let mut loss_sum: Option<Tensor> = None;
         for _ in 0..config.steps_per_epoch {
             if cancel.load(Ordering::Relaxed) {
                 return Err(Error::Cancelled);
             }
-            let (batch_sums, count) = train_step(&mut run)?;
-            sums = if sums.is_empty() {
-                batch_sums
-            } else {
-                sums.iter()
-                    .zip(batch_sums)
-                    .map(|(a, b)| a.f_add(&b))
-                    .collect::<Result<_, _>>()?
-            };
-            pairs += count;
-            step += 1;
+            let loss = train_step(&mut run, &mut ctx)?;
+            loss_sum = Some(match loss_sum {
+                Some(sum) => sum.f_add(&loss)?,
+                None => loss,
+            });
             observer.on_step(StepProgress {
                 epoch,
-                step,
+                step: ctx.step,
                 total_steps,
             })?;
         }
-        let elapsed = started.elapsed().as_secs_f64();
-        let speed = config.steps_per_epoch as f64 / elapsed.max(1e-9);
-        let report = epoch_report(&run, epoch, step, &sums, pairs, speed)?;
+        let steps_per_second =
+            config.steps_per_epoch as f64 / started.elapsed().as_secs_f64().max(1e-9);
+        let loss = match &loss_sum {
+            Some(sum) => sum.f_double_value(&[])? / config.steps_per_epoch as f64,
+            None => f64::NAN,
+        };
+        if !loss.is_finite() {
+            return Err(Error::NonFinite {
+                step: ctx.step,
+                what: format!("the training loss of epoch {epoch} is {loss}"),
+            });
+        }
+        let mut train = ctx.take_metrics()?;
+        train.insert("iter_per_seconds".into(), steps_per_second);
+        for (key, value) in &train {
+            ctx.log_scalar(&format!("train/{key}"), *value)?;
+        }
+
+        let view = ListenerView {
+            epoch,
+            step: ctx.step,
+            train: &train,
+        };
+        let mut status = ListenerStatus::NoDecision;
+        let mut stoppers = Vec::new();
+        let mut metrics = BTreeMap::new();
+        run.model.set_training(false);
+        for listener in &mut run.listeners {
+            let call = listener.call(&view, run.model.as_ref(), &mut ctx, observer)?;
+            if call.status == ListenerStatus::Stop {
+                stoppers.push(listener.id().to_string());
+            }
+            status = status.max(call.status);
+            metrics.extend(call.metrics);
+        }
+        run.model.set_training(true);
+        for (tag, value) in &metrics {
+            ctx.log_scalar(tag, *value)?;
+        }
+        ctx.flush()?;
+
+        if let Some(dir) = &checkpoints {
+            if epoch.is_multiple_of(config.checkpoint_interval) {
+                let path = save_model(&run, dir, &format!("epoch-{epoch:08}"))?;
+                output.checkpoints.insert(epoch, path);
+            }
+        }
+        let report = EpochReport {
+            epoch,
+            step: ctx.step,
+            loss,
+            train,
+            metrics,
+            steps_per_second,
+        };
         observer.on_epoch(&report)?;
-        epochs.push(report);
+        output.epochs.push(report);
+        if status == ListenerStatus::Stop {
+            output.stopped = Some(format!(
+                "stopped after epoch {epoch} by listener(s) {}",
+                stoppers.join(", ")
+            ));
+            break;
+        }
     }
-    Ok(LearnOutput { epochs })
+    if let Some(dir) = &checkpoints {
+        output.learned_model = Some(save_model(&run, dir, "last")?);
+    }
+    output.listeners = run
+        .listeners
+        .iter()
+        .map(|l| (l.id().to_string(), l.output()))
+        .collect();
+    Ok(output)
 }
 
-/// One optimizer step; returns each loss's detached sum and the number of pairs.
-fn train_step(run: &mut Run) -> Result<(Vec<Tensor>, i64)> {
-    for opt in &mut run.optimizers {
-        opt.zero_grad()?;
+/// One optimizer step; returns the step's (detached) weighted loss.
+fn train_step(run: &mut Run, ctx: &mut TrainerContext) -> Result<Tensor> {
+    run.optimizers.zero_grad()?;
+    let loss = run.trainer.process_step(run.model.as_ref(), ctx)?;
+    if !run.gradient_hooks.is_empty() {
+        let params: Vec<Tensor> = run
+            .optimizers
+            .parameter_groups()
+            .flatten()
+            .map(Tensor::shallow_clone)
+            .collect();
+        for hook in &run.gradient_hooks {
+            hook.apply(&params, ctx)?;
+        }
     }
-    let batch = run.sampler.next_batch(run.batch_size)?;
-    let count = batch.len();
-    let positive = run.model.forward(&batch.positive)?;
-    let negative = run.model.forward(&batch.negative)?;
-    let mut total: Option<Tensor> = None;
-    let mut sums = Vec::with_capacity(run.losses.len());
-    for loss in &run.losses {
-        let sum = loss.sum(&positive, &negative)?;
-        let weighted = sum.f_mul_scalar(loss.weight() / count as f64)?;
-        total = Some(match total {
-            Some(t) => t.f_add(&weighted)?,
-            None => weighted,
-        });
-        sums.push(sum.f_detach()?.f_to_kind(Kind::Double)?);
+    let rates = run.optimizers.step()?;
+    for (i, lr) in rates.iter().enumerate() {
+        ctx.add_value(&format!("gradient/scheduler/{}/1", i + 1), *lr)?;
     }
-    if let Some(total) = total {
-        total.f_backward()?;
-    }
-    for opt in &mut run.optimizers {
-        opt.step()?;
-    }
-    Ok((sums, count))
+    ctx.step += 1;
+    Ok(loss)
 }
 
-fn epoch_report(
-    run: &Run,
-    epoch: u64,
-    step: u64,
-    sums: &[Tensor],
-    pairs: i64,
-    steps_per_second: f64,
-) -> Result<EpochReport> {
-    let mut losses = BTreeMap::new();
-    let mut loss = 0.0;
-    for (l, sum) in run.losses.iter().zip(sums) {
-        let mean = sum.f_double_value(&[])? / pairs as f64;
-        loss += l.weight() * mean;
-        losses.insert(l.name().to_string(), mean);
-    }
-    let mut metrics = BTreeMap::new();
-    for listener in &run.listeners {
-        metrics.insert(
-            format!("{}/accuracy", listener.id),
-            listener.evaluation.accuracy(&run.model)?,
-        );
-    }
-    Ok(EpochReport {
-        epoch,
-        step,
-        loss,
-        losses,
-        metrics,
-        steps_per_second,
-    })
+fn save_model(run: &Run, dir: &Path, name: &str) -> Result<String> {
+    let path = dir.join(name).join("model.safetensors");
+    run.model.save(&path)?;
+    Ok(path.display().to_string())
 }
 
 #[cfg(test)]
@@ -136,7 +169,9 @@ mod tests {
     use crate::learner::NoObserver;
 
     fn run_demo(json: &str) -> LearnOutput {
-        let config = parse_learner(json).unwrap();
+        let dir = crate::config::tests_support::scratch_dir();
+        let json = json.replace("/tmp/job", &dir.display().to_string());
+        let config = parse_learner(&json).unwrap();
         learn(&config, &mut NoObserver, &AtomicBool::new(false)).unwrap()
     }
 
@@ -147,8 +182,14 @@ mod tests {
         let first = &out.epochs[0];
         let last = &out.epochs[2];
         assert!(last.loss < first.loss, "{} !< {}", last.loss, first.loss);
-        assert!(last.metrics["heldout/accuracy"] > 0.8, "{:?}", last.metrics);
+        assert!(
+            last.metrics["heldout/pairwise_accuracy"] > 0.8,
+            "{:?}",
+            last.metrics
+        );
         assert_eq!(last.step, 60);
+        assert!((last.train["pair-hinge"] - last.loss).abs() < 1e-6);
+        assert!((last.train["gradient/scheduler/1/1"] - 0.01).abs() < 1e-12);
     }
 
     #[test]

@@ -1,22 +1,26 @@
-use tch::nn::VarStore;
-use tch::{Device, Kind, Tensor};
+use tch::{Kind, Tensor};
 
+use super::{Model, NamedParameter};
 use crate::config::MlpScorerConfig;
 use crate::rng::Rng;
-use crate::Result;
+use crate::{Error, Result};
 
-/// A multi-layer perceptron scorer: features `B × F` to scores `B`.
+/// A multi-layer perceptron scorer: features `B × F` to scores `B`, ReLU between layers.
+#[derive(Debug)]
 pub struct MlpScorer {
-    vars: VarStore,
+    /// `(weight, bias)` per layer; shared parameters are the same tensor in two places.
     layers: Vec<(Tensor, Tensor)>,
 }
 
-impl std::fmt::Debug for MlpScorer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MlpScorer")
-            .field("layers", &self.layers.len())
-            .finish()
-    }
+fn layer_index(name: &str) -> Option<(usize, bool)> {
+    let rest = name.strip_prefix("layers.")?;
+    let (index, kind) = rest.split_once('.')?;
+    let is_weight = match kind {
+        "weight" => true,
+        "bias" => false,
+        _ => return None,
+    };
+    Some((index.parse().ok()?, is_weight))
 }
 
 impl MlpScorer {
@@ -26,38 +30,50 @@ impl MlpScorer {
     /// # Errors
     /// A libtorch error while creating the parameters.
     pub fn new(config: &MlpScorerConfig, rng: &mut Rng) -> Result<Self> {
-        let vars = VarStore::new(Device::Cpu);
-        let root = vars.root();
         let widths: Vec<i64> = std::iter::once(config.input_dim)
             .chain(config.hidden_dims.iter().copied())
             .chain(std::iter::once(1))
             .collect();
         let mut layers = Vec::with_capacity(widths.len() - 1);
-        for (i, pair) in widths.windows(2).enumerate() {
+        for pair in widths.windows(2) {
             let (fan_in, fan_out) = (pair[0], pair[1]);
             let bound = 1.0 / (fan_in as f64).sqrt();
-            let mut draw = |n: i64| -> Vec<f32> {
-                (0..n)
+            let mut draw = |shape: &[i64]| -> Result<Tensor> {
+                let n = shape.iter().product::<i64>();
+                let values: Vec<f32> = (0..n)
                     .map(|_| rng.uniform_in(-bound, bound) as f32)
-                    .collect()
+                    .collect();
+                Ok(Tensor::f_from_slice(&values)?
+                    .f_view(shape)?
+                    .f_to_kind(Kind::Float)?
+                    .set_requires_grad(true))
             };
-            let weight =
-                Tensor::f_from_slice(&draw(fan_in * fan_out))?.f_view([fan_out, fan_in])?;
-            let bias = Tensor::f_from_slice(&draw(fan_out))?;
-            let layer = root.sub("layers").sub(i.to_string());
-            layers.push((
-                layer.f_var_copy("weight", &weight.f_to_kind(Kind::Float)?)?,
-                layer.f_var_copy("bias", &bias.f_to_kind(Kind::Float)?)?,
-            ));
+            let weight = draw(&[fan_out, fan_in])?;
+            let bias = draw(&[fan_out])?;
+            layers.push((weight, bias));
         }
-        Ok(MlpScorer { vars, layers })
+        Ok(MlpScorer { layers })
     }
 
-    /// Scores of a `B × F` feature batch, shape `B`.
-    ///
-    /// # Errors
-    /// A libtorch error, e.g. when `F` is not the configured input width.
-    pub fn forward(&self, features: &Tensor) -> Result<Tensor> {
+    fn slot(&mut self, name: &str) -> Result<&mut Tensor> {
+        let unknown = || {
+            Error::config(
+                name,
+                "no such parameter in MlpScorer (names are layers.<i>.weight|bias)",
+            )
+        };
+        let (index, is_weight) = layer_index(name).ok_or_else(unknown)?;
+        let layer = self.layers.get_mut(index).ok_or_else(unknown)?;
+        Ok(if is_weight {
+            &mut layer.0
+        } else {
+            &mut layer.1
+        })
+    }
+}
+
+impl Model for MlpScorer {
+    fn forward(&self, features: &Tensor) -> Result<Tensor> {
         let mut x = features.shallow_clone();
         let last = self.layers.len() - 1;
         for (i, (w, b)) in self.layers.iter().enumerate() {
@@ -69,28 +85,52 @@ impl MlpScorer {
         Ok(x.f_squeeze_dim(-1)?)
     }
 
-    /// The trainable parameters, in declaration order.
-    pub fn parameters(&self) -> Vec<Tensor> {
+    fn named_parameters(&self) -> Vec<NamedParameter> {
         self.layers
             .iter()
-            .flat_map(|(w, b)| [w.shallow_clone(), b.shallow_clone()])
+            .enumerate()
+            .flat_map(|(i, (w, b))| {
+                [
+                    NamedParameter {
+                        name: format!("layers.{i}.weight"),
+                        tensor: w.shallow_clone(),
+                    },
+                    NamedParameter {
+                        name: format!("layers.{i}.bias"),
+                        tensor: b.shallow_clone(),
+                    },
+                ]
+            })
             .collect()
     }
 
-    /// The named variables (for checkpoints).
-    pub fn var_store(&self) -> &VarStore {
-        &self.vars
+    fn share(&mut self, target: &str, source: &str) -> Result<()> {
+        let source_tensor = self.slot(source)?.shallow_clone();
+        let slot = self.slot(target)?;
+        if slot.size() != source_tensor.size() {
+            return Err(Error::config(
+                target,
+                format!(
+                    "cannot share {source} {:?} with {target} {:?}: shapes differ",
+                    source_tensor.size(),
+                    slot.size()
+                ),
+            ));
+        }
+        *slot = source_tensor;
+        Ok(())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tch::Device;
 
     fn config() -> MlpScorerConfig {
         MlpScorerConfig {
             input_dim: 3,
-            hidden_dims: vec![4],
+            hidden_dims: vec![3],
         }
     }
 
@@ -102,8 +142,16 @@ mod tests {
         let ya = a.forward(&x).unwrap();
         assert_eq!(ya.size(), vec![2]);
         assert!(ya.equal(&b.forward(&x).unwrap()));
-        assert_eq!(a.parameters().len(), 4);
-        assert_eq!(a.var_store().variables().len(), 4);
+        let names: Vec<String> = a.named_parameters().into_iter().map(|p| p.name).collect();
+        assert_eq!(
+            names,
+            [
+                "layers.0.weight",
+                "layers.0.bias",
+                "layers.1.weight",
+                "layers.1.bias"
+            ]
+        );
     }
 
     #[test]
@@ -114,5 +162,24 @@ mod tests {
             .unwrap_err();
         assert_eq!(err.code(), "ERR_TORCH");
         assert!(err.to_string().contains("2x5"), "{err}");
+    }
+
+    #[test]
+    fn sharing_makes_one_tensor_and_checks_shapes() {
+        let mut m = MlpScorer::new(&config(), &mut Rng::new(1)).unwrap();
+        m.share("layers.1.weight", "layers.0.weight").unwrap_err();
+        m.share("layers.1.bias", "layers.0.bias").unwrap_err();
+        let mut square = MlpScorer::new(
+            &MlpScorerConfig {
+                input_dim: 2,
+                hidden_dims: vec![2, 2],
+            },
+            &mut Rng::new(2),
+        )
+        .unwrap();
+        square.share("layers.1.weight", "layers.0.weight").unwrap();
+        let params = square.named_parameters();
+        assert_eq!(params[2].tensor.data_ptr(), params[0].tensor.data_ptr());
+        assert!(square.share("layers.9.weight", "layers.0.weight").is_err());
     }
 }

@@ -1,12 +1,14 @@
 use tch::Tensor;
 
+use super::Optimizer;
 use crate::config::AdamConfig;
 use crate::Result;
 
-/// Adam as `torch.optim.Adam` computes it (coupled L2 decay, no amsgrad), one parameter group.
+/// Adam as `torch.optim.Adam` (coupled L2 decay) or, `decoupled`, AdamW; no amsgrad.
 #[derive(Debug)]
 pub struct Adam {
     config: AdamConfig,
+    decoupled: bool,
     params: Vec<Tensor>,
     exp_avg: Vec<Tensor>,
     exp_avg_sq: Vec<Tensor>,
@@ -18,50 +20,30 @@ impl Adam {
     ///
     /// # Errors
     /// A libtorch error while allocating the moments.
-    pub fn new(config: AdamConfig, params: Vec<Tensor>) -> Result<Self> {
+    pub fn new(config: AdamConfig, decoupled: bool, params: Vec<Tensor>) -> Result<Self> {
         let zeros = |p: &Tensor| p.f_zeros_like();
         let exp_avg = params.iter().map(zeros).collect::<Result<Vec<_>, _>>()?;
         let exp_avg_sq = params.iter().map(zeros).collect::<Result<Vec<_>, _>>()?;
         Ok(Adam {
             config,
+            decoupled,
             params,
             exp_avg,
             exp_avg_sq,
             steps: 0,
         })
     }
+}
 
-    /// The learning rate of the (single) parameter group.
-    pub fn lr(&self) -> f64 {
-        self.config.lr
-    }
-
-    /// Clears the gradients of the optimized parameters.
-    ///
-    /// # Errors
-    /// A libtorch error.
-    pub fn zero_grad(&mut self) -> Result<()> {
-        for p in &self.params {
-            let mut grad = p.grad();
-            if grad.defined() {
-                let _ = grad.f_detach_()?.f_zero_()?;
-            }
-        }
-        Ok(())
-    }
-
-    /// One update from the current gradients; parameters without a gradient are left alone.
-    ///
-    /// # Errors
-    /// A libtorch error.
-    pub fn step(&mut self) -> Result<()> {
+impl Optimizer for Adam {
+    fn step(&mut self, lr: f64) -> Result<()> {
         let _no_grad = tch::no_grad_guard();
         self.steps += 1;
         let AdamConfig {
-            lr,
             betas: (beta1, beta2),
             eps,
             weight_decay,
+            ..
         } = self.config;
         let t = self.steps as i32;
         let bias1 = 1.0 - beta1.powi(t);
@@ -76,10 +58,13 @@ impl Adam {
             if !grad.defined() {
                 continue;
             }
-            let grad = if weight_decay != 0.0 {
-                grad.f_add(&p.f_mul_scalar(weight_decay)?)?
-            } else {
+            let grad = if weight_decay == 0.0 {
                 grad
+            } else if self.decoupled {
+                let _ = p.f_mul_scalar_(1.0 - lr * weight_decay)?;
+                grad
+            } else {
+                grad.f_add(&p.f_mul_scalar(weight_decay)?)?
             };
             let _ = m.f_lerp_(&grad, 1.0 - beta1)?;
             let _ = v.f_mul_scalar_(beta2)?;
@@ -88,5 +73,13 @@ impl Adam {
             let _ = p.f_sub_(&m.f_div(&denom)?.f_mul_scalar(lr / bias1)?)?;
         }
         Ok(())
+    }
+
+    fn base_lr(&self) -> f64 {
+        self.config.lr
+    }
+
+    fn parameters(&self) -> &[Tensor] {
+        &self.params
     }
 }

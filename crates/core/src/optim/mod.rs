@@ -1,5 +1,16 @@
-//! Optimizers written over tensors so their whole state is ours to save and restore.
+//! Optimizers written over tensors so their whole state is ours to save and restore, the
+//! learning-rate schedules, and the selection of parameters.
 
 mod adam;
+mod base;
+mod scheduled;
+mod scheduler;
+mod select;
+mod sgd;
 
 pub use adam::*;
+pub use base::*;
+pub use scheduled::*;
+pub use scheduler::*;
+pub use select::*;
+pub use sgd::*;

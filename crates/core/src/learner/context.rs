@@ -1,0 +1,118 @@
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use tch::Tensor;
+
+use super::Metrics;
+use crate::logging::EventWriter;
+use crate::Result;
+
+/// What the trainers, hooks and listeners of a run share: the position in the run, the
+/// metrics of the current epoch, metric scopes and the TensorBoard writer.
+pub struct TrainerContext {
+    /// Current epoch, from 1 (0 before the first).
+    pub epoch: u64,
+    /// Optimizer steps taken so far.
+    pub step: u64,
+    /// Steps per epoch.
+    pub steps_per_epoch: u64,
+    /// The learner's checkpoint directory, if any.
+    pub checkpoints: Option<PathBuf>,
+    metrics: Metrics,
+    scopes: Vec<String>,
+    writer: Option<EventWriter>,
+    logdir: Option<PathBuf>,
+}
+
+impl TrainerContext {
+    /// A context before the first epoch; TensorBoard logs go to `logdir` when given.
+    pub fn new(
+        steps_per_epoch: u64,
+        logdir: Option<PathBuf>,
+        checkpoints: Option<PathBuf>,
+    ) -> Self {
+        TrainerContext {
+            epoch: 0,
+            step: 0,
+            steps_per_epoch,
+            checkpoints,
+            metrics: Metrics::default(),
+            scopes: Vec::new(),
+            writer: None,
+            logdir,
+        }
+    }
+
+    fn scoped(&self, key: &str) -> String {
+        if self.scopes.is_empty() {
+            key.to_string()
+        } else {
+            format!("{}/{key}", self.scopes.join("/"))
+        }
+    }
+
+    /// Adds a count-weighted metric of the current epoch, under the current scopes.
+    ///
+    /// # Errors
+    /// A libtorch error.
+    pub fn add_metric(&mut self, key: &str, sum: &Tensor, count: i64) -> Result<()> {
+        let key = self.scoped(key);
+        self.metrics.add(&key, sum, count)
+    }
+
+    /// Adds a plain value (one observation per step) under the current scopes.
+    ///
+    /// # Errors
+    /// A libtorch error.
+    pub fn add_value(&mut self, key: &str, value: f64) -> Result<()> {
+        let key = self.scoped(key);
+        self.metrics.add_value(&key, value, 1)
+    }
+
+    /// Runs `f` with `name` pushed on the metric scopes.
+    ///
+    /// # Errors
+    /// Whatever `f` returns.
+    pub fn in_scope<T>(&mut self, name: &str, f: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
+        self.scopes.push(name.to_string());
+        let result = f(self);
+        self.scopes.pop();
+        result
+    }
+
+    /// Starts a new epoch's metrics, returning the finished epoch's means.
+    ///
+    /// # Errors
+    /// A libtorch error while reading sums.
+    pub fn take_metrics(&mut self) -> Result<BTreeMap<String, f64>> {
+        std::mem::take(&mut self.metrics).means()
+    }
+
+    /// Logs a scalar to TensorBoard (created on first use) at the current step.
+    ///
+    /// # Errors
+    /// [`crate::Error::Io`] when the event file cannot be written.
+    pub fn log_scalar(&mut self, tag: &str, value: f64) -> Result<()> {
+        let Some(dir) = &self.logdir else {
+            return Ok(());
+        };
+        if self.writer.is_none() {
+            self.writer = Some(EventWriter::create(dir)?);
+        }
+        match &mut self.writer {
+            Some(w) => w.add_scalar(tag, value, self.step),
+            None => Ok(()),
+        }
+    }
+
+    /// Flushes the TensorBoard file.
+    ///
+    /// # Errors
+    /// [`crate::Error::Io`].
+    pub fn flush(&mut self) -> Result<()> {
+        match &mut self.writer {
+            Some(w) => w.flush(),
+            None => Ok(()),
+        }
+    }
+}

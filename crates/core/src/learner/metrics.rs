@@ -1,0 +1,83 @@
+use std::collections::BTreeMap;
+
+use tch::{Kind, Tensor};
+
+use crate::Result;
+
+/// A running sum and the count it averages over.
+#[derive(Debug)]
+struct Entry {
+    sum: Tensor,
+    count: i64,
+}
+
+/// Count-weighted means accumulated over an epoch. Sums stay detached tensors until read, so
+/// adding a metric never waits for the device.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    entries: BTreeMap<String, Entry>,
+}
+
+impl Metrics {
+    /// Adds `sum` (of `count` items) under `key`. Zero counts are ignored.
+    ///
+    /// # Errors
+    /// A libtorch error.
+    pub fn add(&mut self, key: &str, sum: &Tensor, count: i64) -> Result<()> {
+        if count == 0 {
+            return Ok(());
+        }
+        let sum = sum.f_detach()?.f_to_kind(Kind::Double)?;
+        match self.entries.get_mut(key) {
+            Some(entry) => {
+                entry.sum = entry.sum.f_add(&sum)?;
+                entry.count += count;
+            }
+            None => {
+                self.entries.insert(key.to_string(), Entry { sum, count });
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds a plain value observed once per item of `count` items (its sum is `value · count`).
+    ///
+    /// # Errors
+    /// A libtorch error.
+    pub fn add_value(&mut self, key: &str, value: f64, count: i64) -> Result<()> {
+        self.add(
+            key,
+            &Tensor::f_from_slice(&[value * count as f64])?.f_squeeze()?,
+            count,
+        )
+    }
+
+    /// The mean of every metric.
+    ///
+    /// # Errors
+    /// A libtorch error while reading the sums.
+    pub fn means(&self) -> Result<BTreeMap<String, f64>> {
+        self.entries
+            .iter()
+            .map(|(k, e)| Ok((k.clone(), e.sum.f_double_value(&[])? / e.count as f64)))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn means_are_weighted_by_counts() {
+        let mut m = Metrics::default();
+        m.add("loss", &Tensor::from(6.0f64), 3).unwrap();
+        m.add("loss", &Tensor::from(4.0f64), 1).unwrap();
+        m.add_value("lr", 0.5, 2).unwrap();
+        m.add("empty", &Tensor::from(1.0f64), 0).unwrap();
+        let means = m.means().unwrap();
+        assert_eq!(means["loss"], 2.5);
+        assert_eq!(means["lr"], 0.5);
+        assert!(!means.contains_key("empty"));
+    }
+}

@@ -1,0 +1,20 @@
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::EpochReport;
+
+/// What a finished run returns (the Learner's output).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LearnOutput {
+    /// One report per epoch run, in order.
+    pub epochs: Vec<EpochReport>,
+    /// Each listener's result (best epochs, values, model paths), by id.
+    pub listeners: BTreeMap<String, serde_json::Value>,
+    /// The final model's weights (safetensors).
+    pub learned_model: Option<String>,
+    /// Saved checkpoints' model weights by epoch.
+    pub checkpoints: BTreeMap<u64, String>,
+    /// Why training ended before `max_epochs`, if it did.
+    pub stopped: Option<String>,
+}

@@ -1,0 +1,20 @@
+//! Trainers: how one optimizer step's gradients are produced.
+
+mod loss;
+mod multiple;
+
+pub(crate) use loss::*;
+pub(crate) use multiple::*;
+
+use tch::Tensor;
+
+use super::TrainerContext;
+use crate::models::Model;
+use crate::Result;
+
+/// Produces the gradients of one optimizer step and records its metrics.
+pub(crate) trait Trainer: Send {
+    /// Takes the next batch(es), runs forward and backward; returns the (detached) loss that
+    /// was backpropagated.
+    fn process_step(&mut self, model: &dyn Model, ctx: &mut TrainerContext) -> Result<Tensor>;
+}

@@ -1,0 +1,32 @@
+use tch::Tensor;
+
+use super::Trainer;
+use crate::learner::TrainerContext;
+use crate::models::Model;
+use crate::Result;
+
+/// `MultipleTrainer`: every sub-trainer adds its gradients to the same optimizer step, its
+/// metrics under its own scope.
+pub(crate) struct MultipleTrainer {
+    pub trainers: Vec<(String, Box<dyn Trainer>)>,
+}
+
+impl Trainer for MultipleTrainer {
+    fn process_step(&mut self, model: &dyn Model, ctx: &mut TrainerContext) -> Result<Tensor> {
+        let mut total: Option<Tensor> = None;
+        for (name, trainer) in &mut self.trainers {
+            let loss = ctx.in_scope(name, |ctx| trainer.process_step(model, ctx))?;
+            total = Some(match total {
+                Some(t) => t.f_add(&loss)?,
+                None => loss,
+            });
+        }
+        match total {
+            Some(t) => Ok(t),
+            None => Err(crate::Error::config(
+                "learner.trainer.trainers",
+                "needs at least one trainer",
+            )),
+        }
+    }
+}

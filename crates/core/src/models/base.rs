@@ -1,0 +1,54 @@
+use std::path::Path;
+
+use tch::Tensor;
+
+use crate::{Error, Result};
+
+/// A named trainable tensor of a model.
+#[derive(Debug)]
+pub struct NamedParameter {
+    /// Dotted name, e.g. `layers.0.weight`.
+    pub name: String,
+    /// The tensor (a shallow handle: updating it updates the model).
+    pub tensor: Tensor,
+}
+
+/// A model the learner trains: scores from features, named parameters, saving.
+pub trait Model: Send {
+    /// Scores of a `B × F` feature batch, shape `B`.
+    ///
+    /// # Errors
+    /// A libtorch error (e.g. a shape mismatch).
+    fn forward(&self, features: &Tensor) -> Result<Tensor>;
+
+    /// Every parameter with its name, in declaration order; a shared parameter appears under
+    /// each name, as one tensor.
+    fn named_parameters(&self) -> Vec<NamedParameter>;
+
+    /// Makes parameter `target` the very tensor of parameter `source`.
+    ///
+    /// # Errors
+    /// [`Error::Config`] when a name is unknown or the shapes differ.
+    fn share(&mut self, target: &str, source: &str) -> Result<()>;
+
+    /// Switches between training and evaluation behaviour (dropout, ...).
+    fn set_training(&mut self, _training: bool) {}
+
+    /// Writes the parameters to a safetensors file, through a temporary file and a rename.
+    ///
+    /// # Errors
+    /// [`Error::Io`] or a libtorch error.
+    fn save(&self, path: &Path) -> Result<()> {
+        let params = self.named_parameters();
+        let named: Vec<(&str, Tensor)> = params
+            .iter()
+            .map(|p| Ok((p.name.as_str(), p.tensor.f_detach()?)))
+            .collect::<Result<_>>()?;
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        }
+        let tmp = crate::fsutil::temporary_sibling(path);
+        Tensor::write_safetensors(&named, &tmp)?;
+        std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
+    }
+}

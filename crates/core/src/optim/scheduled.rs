@@ -1,0 +1,62 @@
+use super::{zero_grad, Optimizer, Schedule};
+use crate::Result;
+
+/// One optimizer with its optional schedule.
+pub struct ScheduledOptimizer {
+    /// The optimizer.
+    pub optimizer: Box<dyn Optimizer>,
+    /// Multiplies the base learning rate at each step.
+    pub schedule: Option<Box<dyn Schedule + Send>>,
+}
+
+/// All the optimizers of a run, stepped together.
+pub struct Optimizers {
+    entries: Vec<ScheduledOptimizer>,
+    steps: u64,
+}
+
+impl Optimizers {
+    /// Optimizers that have taken no step yet.
+    pub fn new(entries: Vec<ScheduledOptimizer>) -> Self {
+        Optimizers { entries, steps: 0 }
+    }
+
+    /// Clears every optimized parameter's gradient.
+    ///
+    /// # Errors
+    /// A libtorch error.
+    pub fn zero_grad(&self) -> Result<()> {
+        self.entries
+            .iter()
+            .try_for_each(|e| zero_grad(e.optimizer.parameters()))
+    }
+
+    /// The learning rate each optimizer uses at the coming step.
+    pub fn learning_rates(&self) -> Vec<f64> {
+        self.entries
+            .iter()
+            .map(|e| {
+                e.optimizer.base_lr() * e.schedule.as_ref().map_or(1.0, |s| s.factor(self.steps))
+            })
+            .collect()
+    }
+
+    /// Steps every optimizer at its scheduled learning rate, then advances the schedules;
+    /// returns the learning rates used.
+    ///
+    /// # Errors
+    /// A libtorch error.
+    pub fn step(&mut self) -> Result<Vec<f64>> {
+        let rates = self.learning_rates();
+        for (entry, lr) in self.entries.iter_mut().zip(&rates) {
+            entry.optimizer.step(*lr)?;
+        }
+        self.steps += 1;
+        Ok(rates)
+    }
+
+    /// Each optimizer's parameters, for gradient hooks.
+    pub fn parameter_groups(&self) -> impl Iterator<Item = &[tch::Tensor]> {
+        self.entries.iter().map(|e| e.optimizer.parameters())
+    }
+}

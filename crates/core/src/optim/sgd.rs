@@ -1,0 +1,46 @@
+use tch::Tensor;
+
+use super::Optimizer;
+use crate::config::SgdConfig;
+use crate::Result;
+
+/// Stochastic gradient descent without momentum, with coupled L2 decay (`torch.optim.SGD`).
+#[derive(Debug)]
+pub struct Sgd {
+    config: SgdConfig,
+    params: Vec<Tensor>,
+}
+
+impl Sgd {
+    /// An optimizer over `params`.
+    pub fn new(config: SgdConfig, params: Vec<Tensor>) -> Self {
+        Sgd { config, params }
+    }
+}
+
+impl Optimizer for Sgd {
+    fn step(&mut self, lr: f64) -> Result<()> {
+        let _no_grad = tch::no_grad_guard();
+        for p in &mut self.params {
+            let grad = p.grad();
+            if !grad.defined() {
+                continue;
+            }
+            let grad = if self.config.weight_decay != 0.0 {
+                grad.f_add(&p.f_mul_scalar(self.config.weight_decay)?)?
+            } else {
+                grad
+            };
+            let _ = p.f_sub_(&grad.f_mul_scalar(lr)?)?;
+        }
+        Ok(())
+    }
+
+    fn base_lr(&self) -> f64 {
+        self.config.lr
+    }
+
+    fn parameters(&self) -> &[Tensor] {
+        &self.params
+    }
+}

@@ -1,0 +1,136 @@
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+import { describe, expect, it } from "vitest";
+
+import {
+  HingeLoss,
+  LayerFreezer,
+  LayerSharer,
+  Learner,
+  LinearWithWarmup,
+  LossTrainer,
+  MlpScorer,
+  PairwiseSampler,
+  ParameterOptimizer,
+  RegexParametersIterator,
+  SGD,
+  SyntheticLtrDataset,
+  TrainerValidationLoss,
+  defineListener,
+  demoLearner,
+  learn,
+  type BestCheckpoint,
+  type LearnerConfig,
+} from "../ts/index.js";
+import { int } from "../ts/config/types.js";
+import { param } from "../ts/config/declare.js";
+import { readSafetensors } from "./helpers/safetensors.js";
+
+const workspace = () => mkdtempSync(join(tmpdir(), "xpm-learner-"));
+const data = (seed: number, signal_seed = 2026) =>
+  SyntheticLtrDataset.C({ signal_seed, seed, num_queries: 60, docs_per_query: 10, num_features: 16, noise: 0.3 });
+
+function withTrainer(config: LearnerConfig, changes: Partial<Parameters<typeof LossTrainer.C>[0]>): LearnerConfig {
+  const trainer = LossTrainer.C({ sampler: PairwiseSampler.C({ dataset: data(1) }), batch_size: 64, hooks: [HingeLoss.C({})], ...changes });
+  return Learner.C({ ...config, trainer });
+}
+
+describe("optimization", () => {
+  it("logs the learning rate the warmup schedule gives at each step", async () => {
+    const base = demoLearner({ max_epochs: 12, steps_per_epoch: 1 });
+    const optimizer = ParameterOptimizer.C({
+      optimizer: SGD.C({ lr: 0.5 }),
+      scheduler: LinearWithWarmup.C({ num_warmup_steps: 4, min_factor: 0.1 }),
+    });
+    const result = await learn(Learner.C({ ...base, optimizers: [optimizer] }), { workspace: workspace() });
+    // One step per epoch: the epoch's mean learning rate is the step's. N = 12, W = 4, m = 0.1.
+    const formula = (s: number) => (s < 4 ? s / 4 : (Math.max(0, (12 - s) / 8) + 0.1) / 1.1);
+    result.epochs.forEach((e, s) => {
+      expect(e.train["gradient/scheduler/1/1"]).toBeCloseTo(0.5 * formula(s), 12);
+    });
+  });
+
+  it("keeps frozen layers bit-identical and shared layers one tensor", async () => {
+    const base = demoLearner({ max_epochs: 2, steps_per_epoch: 20 });
+    const model = MlpScorer.C({ input_dim: 16, hidden_dims: [8, 8, 8] });
+    const config = withTrainer(Learner.C({ ...base, model }), {
+      hooks: [
+        HingeLoss.C({}),
+        LayerFreezer.C({ selector: RegexParametersIterator.C({ regex: "layers\\.0\\..*" }) }),
+        LayerSharer.C({
+          source: RegexParametersIterator.C({ regex: "layers\\.1\\.weight" }),
+          target: RegexParametersIterator.C({ regex: "layers\\.2\\.weight" }),
+        }),
+      ],
+    });
+    const result = await learn(config, { workspace: workspace() });
+    const first = readSafetensors(result.checkpoints["1"]!);
+    const last = readSafetensors(result.learned_model!);
+    for (const name of ["layers.0.weight", "layers.0.bias"]) {
+      expect(last.get(name)!.data.equals(first.get(name)!.data), name).toBe(true);
+    }
+    expect(last.get("layers.1.bias")!.data.equals(first.get("layers.1.bias")!.data)).toBe(false);
+    expect(last.get("layers.2.weight")!.data.equals(last.get("layers.1.weight")!.data)).toBe(true);
+    expect(last.get("layers.2.weight")!.data.equals(first.get("layers.2.weight")!.data)).toBe(false);
+  });
+});
+
+describe("listeners", () => {
+  it("stop at epoch 3 when a TypeScript listener says so", async () => {
+    const StopAt = defineListener(
+      "tests.StopAt",
+      { epoch: param(int()) },
+      { call: (self, state) => (state.epoch >= self.epoch ? "STOP" : "NO_DECISION") },
+    );
+    const seen: number[] = [];
+    const Recorder = defineListener("tests.Recorder", {}, {
+      async call(_self, state) {
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        seen.push(state.epoch);
+        return { status: "NO_DECISION", metrics: { "recorder/epoch": state.epoch }, output: { last: state.epoch } };
+      },
+    });
+    const base = demoLearner({ max_epochs: 10, steps_per_epoch: 5 });
+    const config = Learner.C({ ...base, listeners: [...base.listeners, StopAt.C({ id: "stop", epoch: 3 }), Recorder.C({ id: "rec" })] });
+    const result = await learn(config, { workspace: workspace() });
+    expect(result.epochs.map((e) => e.epoch)).toEqual([1, 2, 3]);
+    expect(result.stopped).toBe("stopped after epoch 3 by listener(s) stop");
+    expect(seen).toEqual([1, 2, 3]);
+    expect(result.epochs[2]!.metrics["recorder/epoch"]).toBe(3);
+    expect(result.listeners.rec).toEqual({ last: 3 });
+  });
+
+  it("reports a failing TypeScript listener as the run's error", async () => {
+    const Broken = defineListener("tests.Broken", {}, {
+      call() {
+        throw new Error("listener exploded");
+      },
+    });
+    const base = demoLearner({ max_epochs: 3, steps_per_epoch: 2 });
+    await expect(learn(Learner.C({ ...base, listeners: [Broken.C({ id: "broken" })] }), { workspace: workspace() })).rejects.toThrow(
+      'listener "broken": listener exploded',
+    );
+  });
+
+  it("stops early_stop epochs after the lowest validation loss and returns that epoch's model", async () => {
+    const base = demoLearner({ max_epochs: 25, steps_per_epoch: 20 });
+    const trainer = LossTrainer.C({ sampler: PairwiseSampler.C({ dataset: data(1) }), batch_size: 64, hooks: [HingeLoss.C({})] });
+    // Held-out data with another hidden signal: the validation loss soon stops improving.
+    const validation = TrainerValidationLoss.C({ id: "val", data: data(2, 7), batch_size: 100, trainer, early_stop: 3 });
+    const result = await learn(Learner.C({ ...base, trainer, listeners: [validation] }), { workspace: workspace() });
+    const losses = result.epochs.map((e) => e.metrics["val/loss/pair-hinge"]!);
+    const bestEpoch = losses.indexOf(Math.min(...losses)) + 1;
+    const best = (result.listeners.val as { loss: BestCheckpoint }).loss;
+    expect(best.epoch).toBe(bestEpoch);
+    expect(best.value).toBeCloseTo(Math.min(...losses), 6);
+    expect(result.epochs).toHaveLength(bestEpoch + 3);
+    expect(result.stopped).toMatch(/by listener\(s\) val$/);
+    const bestWeights = readSafetensors(best.model!);
+    const epochWeights = readSafetensors(result.checkpoints[String(bestEpoch)]!);
+    for (const [name, t] of epochWeights) expect(bestWeights.get(name)!.data.equals(t.data), name).toBe(true);
+    const info = JSON.parse(readFileSync(join(result.jobDir, "out", "listeners", "0", "info.json"), "utf8")) as { loss: BestCheckpoint };
+    expect(info.loss.epoch).toBe(bestEpoch);
+  });
+});

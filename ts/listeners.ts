@@ -1,0 +1,67 @@
+import { type ClassOptions, type ConfigClass, configClassOf, defineConfig } from "./config/class.js";
+import { LearnerListener } from "./config/classes/learner.js";
+import type { Params, ValuesOf } from "./config/declare.js";
+import type { Config } from "./config/class.js";
+
+/** A listener's vote: training stops when one says STOP and none says DONT_STOP. */
+export type ListenerDecision = "NO_DECISION" | "STOP" | "DONT_STOP";
+
+/** What a listener sees after an epoch. */
+export interface ListenerState {
+  /** The epoch that just ended, from 1. */
+  readonly epoch: number;
+  /** The global step. */
+  readonly step: number;
+  /** The epoch's training metrics (`pair-hinge`, `accuracy`, learning rates, ...). */
+  readonly train: Readonly<Record<string, number>>;
+}
+
+/** A listener's full answer: its vote, metrics to log under their tags, and its output. */
+export interface ListenerReply {
+  readonly status: ListenerDecision;
+  readonly metrics?: Readonly<Record<string, number>>;
+  /** What `learn()` reports for this listener (its last answer's). */
+  readonly output?: unknown;
+}
+
+type ListenerParams<P extends Params> = (typeof LearnerListener)["params"] & P;
+
+/** The behaviour of a listener written in TypeScript. */
+export interface ListenerBehaviour<V> {
+  /** Called after every epoch, awaited before training goes on. */
+  call(self: V, state: ListenerState): ListenerDecision | ListenerReply | Promise<ListenerDecision | ListenerReply>;
+}
+
+type AnyBehaviour = ListenerBehaviour<never>;
+const behaviours = new WeakMap<object, AnyBehaviour>();
+
+/**
+ * Declares a listener class whose behaviour is written in TypeScript. The Rust loop calls it
+ * after every epoch and waits for its answer. Its parameters take part in the experiment's
+ * identifier like any other listener's.
+ */
+export function defineListener<const Id extends string, P extends Params>(
+  typeId: Id,
+  params: P,
+  behaviour: ListenerBehaviour<Config<Id, ValuesOf<ListenerParams<P>>>>,
+  options: Omit<ClassOptions<ListenerParams<P>>, "extends"> = {},
+): ConfigClass<Id, ListenerParams<P>> {
+  const cls = defineConfig(typeId, params, { ...options, extends: LearnerListener } as never) as unknown as ConfigClass<Id, ListenerParams<P>>;
+  behaviours.set(cls, behaviour as AnyBehaviour);
+  return cls;
+}
+
+/** The TypeScript behaviour of a listener configuration, if it has one. */
+export function listenerBehaviour(config: object): ListenerBehaviour<object> | undefined {
+  const cls = configClassOf(config);
+  for (let c = cls; c; c = c.parent) {
+    const b = behaviours.get(c);
+    if (b) return b as unknown as ListenerBehaviour<object>;
+  }
+  return undefined;
+}
+
+/** Normalises what a behaviour returned. */
+export function toReply(answer: ListenerDecision | ListenerReply): ListenerReply {
+  return typeof answer === "string" ? { status: answer } : answer;
+}
