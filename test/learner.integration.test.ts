@@ -134,3 +134,34 @@ describe("listeners", () => {
     expect(info.loss.epoch).toBe(bestEpoch);
   });
 });
+
+describe("TensorBoard logs", () => {
+  it("hold every epoch's training metrics (the last included) and the listeners' at the epoch's step", async () => {
+    const { readEventFiles } = await import("./helpers/tfevents.js");
+    const result = await learn(demoLearner({ max_epochs: 3, steps_per_epoch: 7 }), { workspace: workspace() });
+    const scalars = readEventFiles(join(result.jobDir, "runs"));
+    const series = (tag: string) => scalars.filter((s) => s.tag === tag).map((s) => [s.step, s.value]);
+    const f32 = (x: number) => Math.fround(x);
+    expect(series("train/pair-hinge")).toEqual(result.epochs.map((e) => [e.step, f32(e.train["pair-hinge"]!)]));
+    expect(series("train/pair-hinge").map(([step]) => step)).toEqual([7, 14, 21]);
+    expect(series("train/gradient/scheduler/1/1")).toEqual(result.epochs.map((e) => [e.step, f32(3e-3)]));
+    expect(series("train/accuracy")).toHaveLength(3);
+    expect(series("train/iter_per_seconds")).toHaveLength(3);
+    expect(series("heldout/pairwise_accuracy")).toEqual(result.epochs.map((e) => [e.step, f32(e.metrics["heldout/pairwise_accuracy"]!)]));
+  });
+});
+
+describe("trainers", () => {
+  it("MultipleTrainer steps once over every sub-trainer, each metric in its scope", async () => {
+    const { MultipleTrainer } = await import("../ts/index.js");
+    const base = demoLearner({ max_epochs: 2, steps_per_epoch: 5 });
+    const sub = (seed: number, margin: number) =>
+      LossTrainer.C({ sampler: PairwiseSampler.C({ dataset: data(seed) }), batch_size: 32, hooks: [HingeLoss.C({ margin })] });
+    const trainer = MultipleTrainer.C({ trainers: { first: sub(1, 1), second: sub(3, 2) } });
+    const result = await learn(Learner.C({ ...base, trainer }), { workspace: workspace() });
+    const train = result.epochs[1]!.train;
+    expect(Object.keys(train).filter((k) => k.includes("pair-hinge")).sort()).toEqual(["first/pair-hinge", "second/pair-hinge"]);
+    expect(result.epochs[1]!.loss).toBeCloseTo(train["first/pair-hinge"]! + train["second/pair-hinge"]!, 5);
+    expect(result.epochs[1]!.step).toBe(10);
+  });
+});

@@ -127,3 +127,50 @@ fn names(model: &dyn Model) -> Vec<String> {
         .map(|p| p.name)
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn param_with_grad(values: &[f32]) -> Tensor {
+        let p = Tensor::from_slice(values).set_requires_grad(true);
+        (&p * 1.0).sum(Kind::Float).backward();
+        let mut g = p.grad();
+        g.copy_(&Tensor::from_slice(values));
+        p
+    }
+
+    #[test]
+    fn clipping_scales_the_global_norm_down_to_max_norm() {
+        // Gradients [3, 4] and [12]: global norm 13.
+        let params = [param_with_grad(&[3.0, 4.0]), param_with_grad(&[12.0])];
+        let mut ctx = TrainerContext::new(1, None, None);
+        GradientHook::Clip { max_norm: 6.5 }
+            .apply(&params, &mut ctx)
+            .unwrap();
+        let norm = global_norm(&params.iter().map(Tensor::grad).collect::<Vec<_>>()).unwrap();
+        assert!((norm - 6.5).abs() < 1e-4, "{norm}");
+        // Already small enough: unchanged.
+        GradientHook::Clip { max_norm: 100.0 }
+            .apply(&params, &mut ctx)
+            .unwrap();
+        let again = global_norm(&params.iter().map(Tensor::grad).collect::<Vec<_>>()).unwrap();
+        assert!((again - norm).abs() < 1e-9);
+    }
+
+    #[test]
+    fn non_finite_gradients_are_an_error_naming_the_step() {
+        let params = [param_with_grad(&[f32::NAN, 1.0])];
+        let mut ctx = TrainerContext::new(1, None, None);
+        ctx.step = 41;
+        let err = GradientHook::Clip { max_norm: 1.0 }
+            .apply(&params, &mut ctx)
+            .unwrap_err();
+        assert_eq!(err.code(), "ERR_NON_FINITE");
+        assert!(
+            err.to_string()
+                .starts_with("non-finite values at step 41: the gradients' L2 norm is NaN"),
+            "{err}"
+        );
+    }
+}

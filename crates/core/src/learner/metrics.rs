@@ -4,10 +4,12 @@ use tch::{Kind, Tensor};
 
 use crate::Result;
 
-/// A running sum and the count it averages over.
+/// A running sum and the count it averages over. Host values stay plain numbers: turning them
+/// into tensors would cost several dispatcher calls per step.
 #[derive(Debug)]
 struct Entry {
     sum: Tensor,
+    value_sum: f64,
     count: i64,
 }
 
@@ -29,12 +31,23 @@ impl Metrics {
         }
         let sum = sum.f_detach()?.f_to_kind(Kind::Double)?;
         match self.entries.get_mut(key) {
-            Some(entry) => {
+            Some(entry) if entry.sum.defined() => {
                 entry.sum = entry.sum.f_add(&sum)?;
                 entry.count += count;
             }
+            Some(entry) => {
+                entry.sum = sum;
+                entry.count += count;
+            }
             None => {
-                self.entries.insert(key.to_string(), Entry { sum, count });
+                self.entries.insert(
+                    key.to_string(),
+                    Entry {
+                        sum,
+                        value_sum: 0.0,
+                        count,
+                    },
+                );
             }
         }
         Ok(())
@@ -59,7 +72,14 @@ impl Metrics {
     pub fn means(&self) -> Result<BTreeMap<String, f64>> {
         self.entries
             .iter()
-            .map(|(k, e)| Ok((k.clone(), e.sum.f_double_value(&[])? / e.count as f64)))
+            .map(|(k, e)| {
+                let tensor_sum = if e.sum.defined() {
+                    e.sum.f_double_value(&[])?
+                } else {
+                    0.0
+                };
+                Ok((k.clone(), (tensor_sum + e.value_sum) / e.count as f64))
+            })
             .collect()
     }
 }
