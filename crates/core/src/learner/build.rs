@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use super::hooks::{apply_structural_hooks, GradientHook};
-use super::listeners::best::{BestTracker, Direction};
+use super::listeners::best::{BestTracker, Direction, ValidationSchedule};
 use super::listeners::{
     ranking_trackers, JsListener, Listener, RankMetric, RankingValidation, ValidationLoss,
 };
@@ -196,6 +196,18 @@ fn listener(config: &ListenerConfig, i: usize) -> Result<Box<dyn Listener>> {
             Ok(v)
         }
     };
+    let validation_schedule = |warmup: i64,
+                               interval: u64,
+                               early_stop: u64,
+                               info: &Option<String>|
+     -> Result<ValidationSchedule> {
+        Ok(ValidationSchedule {
+            warmup,
+            validation_interval: positive(interval, "validation_interval")?,
+            early_stop,
+            info: info.as_ref().map(PathBuf::from),
+        })
+    };
     Ok(match config {
         ListenerConfig::Ranking(c) => {
             let data = dataset(&c.dataset, &format!("{path}.dataset"))?;
@@ -222,10 +234,12 @@ fn listener(config: &ListenerConfig, i: usize) -> Result<Box<dyn Listener>> {
                     .filter(|(_, keep)| **keep)
                     .map(|(n, _)| n.clone())
                     .collect(),
-                warmup: c.warmup,
-                validation_interval: positive(c.validation_interval, "validation_interval")?,
-                early_stop: c.early_stop,
-                info: c.info.as_ref().map(PathBuf::from),
+                schedule: validation_schedule(
+                    c.warmup,
+                    c.validation_interval,
+                    c.early_stop,
+                    &c.info,
+                )?,
             })
         }
         ListenerConfig::ValidationLoss(c) => {
@@ -240,10 +254,12 @@ fn listener(config: &ListenerConfig, i: usize) -> Result<Box<dyn Listener>> {
                 losses: loss_set(&c.trainer.hooks, &format!("{path}.trainer"))?,
                 batch_size: positive(c.batch_size, "batch_size")? as usize,
                 tracker: BestTracker::new(Direction::Lower, model),
-                warmup: c.warmup,
-                validation_interval: positive(c.validation_interval, "validation_interval")?,
-                early_stop: c.early_stop,
-                info: c.info.as_ref().map(PathBuf::from),
+                schedule: validation_schedule(
+                    c.warmup,
+                    c.validation_interval,
+                    c.early_stop,
+                    &c.info,
+                )?,
             })
         }
         ListenerConfig::Js(c) => Box::new(JsListener {

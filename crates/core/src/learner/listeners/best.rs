@@ -121,3 +121,44 @@ mod tests {
         );
     }
 }
+
+/// When a validation listener validates, tracks bests, writes `info.json` and votes: the part
+/// the loss and ranking listeners share.
+#[derive(Debug)]
+pub(crate) struct ValidationSchedule {
+    /// Epochs before bests are tracked (-1: from the start).
+    pub warmup: i64,
+    pub validation_interval: u64,
+    pub early_stop: u64,
+    pub info: Option<PathBuf>,
+}
+
+impl ValidationSchedule {
+    /// STOP at once when the previous epoch already decided it (the reference's pre-check).
+    pub fn stopped_before(&self, best_epoch: Option<u64>, epoch: u64) -> bool {
+        early_stop_vote(self.early_stop, best_epoch, epoch.saturating_sub(1))
+            == ListenerStatus::Stop
+    }
+
+    /// Whether this epoch is validated.
+    pub fn due(&self, epoch: u64) -> bool {
+        epoch.is_multiple_of(self.validation_interval)
+    }
+
+    /// Whether a value measured at this epoch may become a best.
+    pub fn tracks(&self, epoch: u64) -> bool {
+        epoch as i64 >= self.warmup
+    }
+
+    /// Records the listener's bests in `info.json`, when it has one.
+    pub fn write_info(&self, output: &serde_json::Value) -> Result<()> {
+        match &self.info {
+            Some(info) => write_json_atomic(info, output),
+            None => Ok(()),
+        }
+    }
+
+    pub fn vote(&self, best_epoch: Option<u64>, epoch: u64) -> ListenerStatus {
+        early_stop_vote(self.early_stop, best_epoch, epoch)
+    }
+}

@@ -1,9 +1,8 @@
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 use serde_json::json;
 
-use super::best::{early_stop_vote, write_json_atomic, BestTracker};
+use super::best::{BestTracker, ValidationSchedule};
 use super::{Listener, ListenerCall, ListenerStatus, ListenerView};
 use crate::learner::trainers::{EvaluationPairs, LossSet};
 use crate::learner::{Observer, TrainerContext};
@@ -17,10 +16,13 @@ pub(crate) struct ValidationLoss {
     pub losses: LossSet,
     pub batch_size: usize,
     pub tracker: BestTracker,
-    pub warmup: i64,
-    pub validation_interval: u64,
-    pub early_stop: u64,
-    pub info: Option<PathBuf>,
+    pub schedule: ValidationSchedule,
+}
+
+impl ValidationLoss {
+    fn best_epoch(&self) -> Option<u64> {
+        self.tracker.best.as_ref().map(|b| b.epoch)
+    }
 }
 
 impl Listener for ValidationLoss {
@@ -36,20 +38,14 @@ impl Listener for ValidationLoss {
         _: &mut dyn Observer,
     ) -> Result<ListenerCall> {
         let epoch = view.epoch;
-        let best_epoch = |t: &BestTracker| t.best.as_ref().map(|b| b.epoch);
-        if early_stop_vote(
-            self.early_stop,
-            best_epoch(&self.tracker),
-            epoch.saturating_sub(1),
-        ) == ListenerStatus::Stop
-        {
+        if self.schedule.stopped_before(self.best_epoch(), epoch) {
             return Ok(ListenerCall {
                 status: ListenerStatus::Stop,
                 metrics: BTreeMap::new(),
             });
         }
         let mut logged = BTreeMap::new();
-        if epoch.is_multiple_of(self.validation_interval) {
+        if self.schedule.due(epoch) {
             let prefix = format!("{}/loss/", self.id);
             let mut scratch = TrainerContext::new(ctx.steps_per_epoch, None, None);
             let total =
@@ -62,15 +58,13 @@ impl Listener for ValidationLoss {
                     logged.insert(format!("{}/loss", self.id), v);
                 }
             }
-            if epoch as i64 >= self.warmup {
+            if self.schedule.tracks(epoch) {
                 self.tracker.observe(epoch, total, model)?;
             }
-            if let Some(info) = &self.info {
-                write_json_atomic(info, &self.output())?;
-            }
+            self.schedule.write_info(&self.output())?;
         }
         Ok(ListenerCall {
-            status: early_stop_vote(self.early_stop, best_epoch(&self.tracker), epoch),
+            status: self.schedule.vote(self.best_epoch(), epoch),
             metrics: logged,
         })
     }

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use serde_json::json;
 use tch::Tensor;
 
-use super::best::{early_stop_vote, write_json_atomic, BestTracker, Direction};
+use super::best::{BestTracker, Direction, ValidationSchedule};
 use super::{Listener, ListenerCall, ListenerStatus, ListenerView, RankMetric};
 use crate::data::LtrDataset;
 use crate::learner::{Observer, TrainerContext};
@@ -19,21 +19,16 @@ pub(crate) struct RankingValidation {
     pub metrics: Vec<(String, RankMetric)>,
     pub trackers: BTreeMap<String, BestTracker>,
     pub kept: Vec<String>,
-    pub warmup: i64,
-    pub validation_interval: u64,
-    pub early_stop: u64,
-    pub info: Option<PathBuf>,
+    pub schedule: ValidationSchedule,
 }
 
 impl RankingValidation {
-    /// The vote of the kept metrics: the latest of their best epochs counts.
-    fn vote(&self, epoch: u64) -> ListenerStatus {
-        let best = self
-            .kept
+    /// The latest best epoch of the kept metrics: early stopping counts from it.
+    fn best_epoch(&self) -> Option<u64> {
+        self.kept
             .iter()
             .filter_map(|m| self.trackers.get(m)?.best.as_ref().map(|b| b.epoch))
-            .max();
-        early_stop_vote(self.early_stop, best, epoch)
+            .max()
     }
 }
 
@@ -50,14 +45,14 @@ impl Listener for RankingValidation {
         _: &mut dyn Observer,
     ) -> Result<ListenerCall> {
         let epoch = view.epoch;
-        if self.vote(epoch.saturating_sub(1)) == ListenerStatus::Stop {
+        if self.schedule.stopped_before(self.best_epoch(), epoch) {
             return Ok(ListenerCall {
                 status: ListenerStatus::Stop,
                 metrics: BTreeMap::new(),
             });
         }
         let mut logged = BTreeMap::new();
-        if epoch.is_multiple_of(self.validation_interval) {
+        if self.schedule.due(epoch) {
             let scores = {
                 let _no_grad = tch::no_grad_guard();
                 Vec::<f32>::try_from(model.forward(&self.features)?)?
@@ -65,18 +60,16 @@ impl Listener for RankingValidation {
             for (name, metric) in &self.metrics {
                 let value = metric.compute(&scores, &self.data);
                 logged.insert(format!("{}/{name}", self.id), value);
-                if epoch as i64 >= self.warmup {
+                if self.schedule.tracks(epoch) {
                     if let Some(tracker) = self.trackers.get_mut(name) {
                         tracker.observe(epoch, value, model)?;
                     }
                 }
             }
-            if let Some(info) = &self.info {
-                write_json_atomic(info, &self.output())?;
-            }
+            self.schedule.write_info(&self.output())?;
         }
         Ok(ListenerCall {
-            status: self.vote(epoch),
+            status: self.schedule.vote(self.best_epoch(), epoch),
             metrics: logged,
         })
     }
