@@ -151,6 +151,20 @@ describe("TensorBoard logs", () => {
   });
 });
 
+describe("losses", () => {
+  it.each(["HingeLoss", "PairwiseCrossEntropyLoss", "PointwiseCrossEntropyLoss"] as const)(
+    "%s trains the demo model to at least 0.90 held-out pairwise accuracy",
+    async (name) => {
+      const losses = await import("../ts/config/classes/losses.js");
+      const base = demoLearner({ max_epochs: 6, steps_per_epoch: 100 });
+      const config = withTrainer(base, { hooks: [losses[name].C({})], batch_size: 128 });
+      const result = await learn(config, { workspace: workspace() });
+      const last = result.epochs[result.epochs.length - 1]!;
+      expect(last.metrics["heldout/pairwise_accuracy"]).toBeGreaterThanOrEqual(0.9);
+    },
+  );
+});
+
 describe("trainers", () => {
   it("MultipleTrainer steps once over every sub-trainer, each metric in its scope", async () => {
     const { MultipleTrainer } = await import("../ts/index.js");

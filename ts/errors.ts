@@ -19,6 +19,13 @@ export class ConfigError extends XpmTorchError {
   }
 }
 
+/** A data file is malformed; the message starts with `file:line:column`. */
+export class DataError extends XpmTorchError {
+  constructor(message: string) {
+    super("ERR_DATA", message);
+  }
+}
+
 /** libtorch raised an exception during the run (shape mismatch, out of memory, ...). */
 export class TorchError extends XpmTorchError {
   constructor(message: string) {
@@ -40,6 +47,17 @@ export class CancelledError extends XpmTorchError {
   }
 }
 
+/** The run was stopped (signal or abort) after writing a checkpoint; running it again resumes. */
+export class InterruptedError extends XpmTorchError {
+  /** The checkpoint written. */
+  readonly checkpoint: string;
+
+  constructor(message: string, checkpoint: string) {
+    super("ERR_INTERRUPTED", message);
+    this.checkpoint = checkpoint;
+  }
+}
+
 /** No usable libtorch 2.11 was found; the message says what to run. */
 export class LibtorchNotFoundError extends XpmTorchError {
   constructor(message: string) {
@@ -53,6 +71,7 @@ export interface NativeErrorPayload {
   message: string;
   path?: string;
   detail?: string;
+  checkpoint?: string;
 }
 
 /** Turns a native error payload into the matching typed error. */
@@ -62,10 +81,14 @@ export function fromNative(error: NativeErrorPayload): XpmTorchError {
       return new ConfigError(error.path ?? "learner", error.detail ?? error.message);
     case "ERR_TORCH":
       return new TorchError(error.message);
+    case "ERR_DATA":
+      return new DataError(error.message);
     case "ERR_PANIC":
       return new InternalError(error.message);
     case "ERR_CANCELLED":
       return new CancelledError(error.message);
+    case "ERR_INTERRUPTED":
+      return new InterruptedError(error.message, error.checkpoint ?? "");
     default:
       return new XpmTorchError(error.code, error.message);
   }

@@ -55,6 +55,10 @@ export interface LearnResult {
   readonly checkpoints: Readonly<Record<string, string>>;
   /** Why training ended before `max_epochs`, if it did. */
   readonly stopped: string | null;
+  /** The checkpoint this run continued from, when it resumed an interrupted job. */
+  readonly resumed_from: string | null;
+  /** What went wrong without stopping the run (damaged checkpoints that were skipped, ...). */
+  readonly warnings: readonly string[];
   /** The job directory (holds params.json, logs, checkpoints). */
   readonly jobDir: string;
   /** The task's identifier. */
@@ -70,11 +74,21 @@ export interface LearnOptions {
   readonly onEpoch?: (report: EpochReport) => void;
   /** Called as steps complete (at most every 100 ms). */
   readonly onProgress?: (progress: StepProgress) => void;
+  /** Called for problems that do not stop the run; by default they are printed to stderr. */
+  readonly onWarning?: (message: string) => void;
+  /** Stops the run after its current step, writing a checkpoint first (InterruptedError). */
+  readonly signal?: AbortSignal;
+  /**
+   * While training, SIGINT and SIGTERM stop the run the same way instead of killing the
+   * process (default true); a second signal exits at once.
+   */
+  readonly handleSignals?: boolean;
 }
 
 type NativeEvent =
   | { kind: "step"; progress: StepProgress }
   | { kind: "epoch"; report: EpochReport }
+  | { kind: "warning"; message: string }
   | { kind: "listener"; replyId: number; id: string; state: ListenerState };
 type StoredResult = Omit<LearnResult, "jobDir" | "identifier" | "cached">;
 
@@ -83,6 +97,36 @@ export function unwrapOutcome<T>(json: string): T {
   const outcome = JSON.parse(json) as { ok: true; output: T } | { ok: false; error: NativeErrorPayload };
   if (!outcome.ok) throw fromNative(outcome.error);
   return outcome.output;
+}
+
+let nextRunId = 1;
+
+/** Connects the abort signal and, unless disabled, SIGINT/SIGTERM to the run; returns the undo. */
+function interruptions(binding: NativeBinding, runId: number, options: LearnOptions): () => void {
+  const stop = (): void => {
+    binding.cancelLearn(runId);
+  };
+  options.signal?.addEventListener("abort", stop, { once: true });
+  if (options.signal?.aborted) stop();
+  let signals = 0;
+  const onSignal = (name: NodeJS.Signals): void => {
+    signals += 1;
+    if (signals > 1) process.exit(name === "SIGINT" ? 130 : 143);
+    console.error(`xpm-torch: ${name}: finishing the current step and writing a checkpoint (again to quit at once)`);
+    stop();
+  };
+  const handle = options.handleSignals ?? true;
+  if (handle) {
+    process.on("SIGINT", onSignal);
+    process.on("SIGTERM", onSignal);
+  }
+  return () => {
+    options.signal?.removeEventListener("abort", stop);
+    if (handle) {
+      process.off("SIGINT", onSignal);
+      process.off("SIGTERM", onSignal);
+    }
+  };
 }
 
 /** Runs a TypeScript listener for the core and always answers, so the loop never waits forever. */
@@ -118,14 +162,21 @@ async function train(config: LearnerConfig, job: Job, options: LearnOptions): Pr
       const event = JSON.parse(text) as NativeEvent;
       if (event.kind === "listener") void answerListener(binding, jsListeners, event);
       else if (event.kind === "epoch") options.onEpoch?.(event.report);
+      else if (event.kind === "warning") (options.onWarning ?? ((m: string) => console.warn(`xpm-torch: ${m}`)))(event.message);
       else options.onProgress?.(event.progress);
     } catch (error) {
       callbackError ??= error;
     }
   };
-  const wantsEvents = options.onEpoch !== undefined || options.onProgress !== undefined || jsListeners.size > 0;
   const wire = toWire(config, job.paths, (c) => listenerBehaviour(c) !== undefined);
-  const outcome = await binding.learn(JSON.stringify(wire), wantsEvents ? onEvent : undefined);
+  const runId = nextRunId++;
+  const stopHandlers = interruptions(binding, runId, options);
+  let outcome: string;
+  try {
+    outcome = await binding.learn(JSON.stringify(wire), onEvent, runId);
+  } finally {
+    stopHandlers();
+  }
   const result = unwrapOutcome<StoredResult>(outcome);
   if (callbackError !== undefined) throw callbackError;
   return result;

@@ -8,7 +8,8 @@ import { type LibtorchInstall, locateLibtorch, notFoundMessage } from "./libtorc
 
 /** The functions the Rust addon exports (see crates/node-binding). */
 export interface NativeBinding {
-  learn(configJson: string, onEvent?: (event: string) => void): Promise<string>;
+  learn(configJson: string, onEvent?: ((event: string) => void) | null, runId?: number): Promise<string>;
+  cancelLearn(runId: number): boolean;
   panicInTrainingThread(message: string): Promise<string>;
   readConfig(configJson: string): string;
   reply(replyId: number, replyJson: string): boolean;

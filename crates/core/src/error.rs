@@ -20,9 +20,17 @@ pub enum Error {
     /// The training thread panicked; the run is abandoned but the process lives on.
     #[error("internal error (panic in the training thread): {0}")]
     Panic(String),
-    /// The run was interrupted on request.
+    /// The run was interrupted on request before anything could be saved.
     #[error("training was cancelled")]
     Cancelled,
+    /// The run was interrupted on request after writing a checkpoint to resume from.
+    #[error("training was interrupted at step {step}; its state is saved in {checkpoint}: run the same job again to resume")]
+    Interrupted {
+        /// The global step reached.
+        step: u64,
+        /// The checkpoint written.
+        checkpoint: String,
+    },
     /// Reading or writing a file failed.
     #[error("{path}: {message}")]
     Io {
@@ -39,6 +47,26 @@ pub enum Error {
         /// What was not finite.
         what: String,
     },
+    /// A checkpoint cannot be written or does not fit the run.
+    #[error("checkpoint {what}: {message}")]
+    Checkpoint {
+        /// The checkpoint (directory or part).
+        what: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A data file is malformed; `line` and `column` are 1-based.
+    #[error("{file}:{line}:{column}: {message}")]
+    Data {
+        /// The file, as the caller named it.
+        file: String,
+        /// Line of the offending text.
+        line: usize,
+        /// Column (in characters) where the offending text starts.
+        column: usize,
+        /// What is wrong, quoting the offending text.
+        message: String,
+    },
     /// A listener or hook written in JavaScript failed.
     #[error("{0}")]
     Callback(String),
@@ -52,9 +80,12 @@ impl Error {
             Error::Torch(_) => "ERR_TORCH",
             Error::Panic(_) => "ERR_PANIC",
             Error::Cancelled => "ERR_CANCELLED",
+            Error::Interrupted { .. } => "ERR_INTERRUPTED",
             Error::Io { .. } => "ERR_IO",
             Error::NonFinite { .. } => "ERR_NON_FINITE",
             Error::Callback(_) => "ERR_CALLBACK",
+            Error::Data { .. } => "ERR_DATA",
+            Error::Checkpoint { .. } => "ERR_CHECKPOINT",
         }
     }
 
@@ -63,6 +94,14 @@ impl Error {
         Error::Io {
             path: path.as_ref().display().to_string(),
             message: err.to_string(),
+        }
+    }
+
+    /// A checkpoint problem.
+    pub fn checkpoint(what: impl Into<String>, message: impl Into<String>) -> Self {
+        Error::Checkpoint {
+            what: what.into(),
+            message: message.into(),
         }
     }
 

@@ -24,6 +24,16 @@ impl Rng {
         rng
     }
 
+    /// The whole state, for checkpoints.
+    pub fn state(&self) -> u64 {
+        self.state
+    }
+
+    /// A generator continuing from a saved [`Rng::state`].
+    pub fn from_state(state: u64) -> Self {
+        Rng { state }
+    }
+
     /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
         self.state = self.state.wrapping_add(0x9e37_79b9_7f4a_7c15);

@@ -92,6 +92,10 @@ impl Observer for JsObserver {
         Ok(())
     }
 
+    fn warning(&mut self, message: &str) {
+        self.send(json!({ "kind": "warning", "message": message }));
+    }
+
     fn js_listener(&mut self, id: &str, view: &ListenerView<'_>) -> Result<JsListenerReply> {
         let text = self.request(json!({ "kind": "listener", "id": id, "state": view }))?;
         let value: serde_json::Value = serde_json::from_str(&text)

@@ -8,9 +8,13 @@ pub fn to_json(result: Result<Value, Error>) -> String {
         Ok(output) => json!({ "ok": true, "output": output }),
         Err(err) => {
             let mut error = json!({ "code": err.code(), "message": err.to_string() });
-            if let Error::Config { path, message } = &err {
-                error["path"] = json!(path);
-                error["detail"] = json!(message);
+            match &err {
+                Error::Config { path, message } => {
+                    error["path"] = json!(path);
+                    error["detail"] = json!(message);
+                }
+                Error::Interrupted { checkpoint, .. } => error["checkpoint"] = json!(checkpoint),
+                _ => {}
             }
             json!({ "ok": false, "error": error })
         }

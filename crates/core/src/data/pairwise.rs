@@ -26,12 +26,25 @@ impl PairwiseBatch {
 }
 
 /// Walks every preference pair of a dataset in a shuffled order, reshuffling at each pass.
+/// Each pass shuffles the pairs' canonical order, so a pass is determined by the generator's
+/// state at its start: that state and the position in the pass are the whole sampler state.
 #[derive(Debug)]
 pub struct PairwiseSampler {
     features: Tensor,
+    canonical: Vec<PreferencePair>,
     pairs: Vec<PreferencePair>,
     cursor: usize,
+    pass_start: Rng,
     rng: Rng,
+}
+
+/// Where a [`PairwiseSampler`] is, for checkpoints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SamplerPosition {
+    /// Generator state at the start of the current pass.
+    pub pass_seed: u64,
+    /// Pairs of the current pass already taken.
+    pub cursor: usize,
 }
 
 impl PairwiseSampler {
@@ -49,12 +62,46 @@ impl PairwiseSampler {
         }
         let mut sampler = PairwiseSampler {
             features: dataset.features_tensor()?,
+            canonical: pairs.clone(),
             pairs,
             cursor: 0,
+            pass_start: rng.clone(),
             rng,
         };
-        sampler.rng.shuffle(&mut sampler.pairs);
+        sampler.start_pass();
         Ok(sampler)
+    }
+
+    fn start_pass(&mut self) {
+        self.pass_start = self.rng.clone();
+        self.pairs.copy_from_slice(&self.canonical);
+        self.rng.shuffle(&mut self.pairs);
+        self.cursor = 0;
+    }
+
+    /// Where the sampler is.
+    pub fn position(&self) -> SamplerPosition {
+        SamplerPosition {
+            pass_seed: self.pass_start.state(),
+            cursor: self.cursor,
+        }
+    }
+
+    /// Continues from a saved position.
+    ///
+    /// # Errors
+    /// [`Error::Config`] at `path` when the position does not fit this dataset.
+    pub fn restore(&mut self, position: SamplerPosition, path: &str) -> Result<()> {
+        if position.cursor > self.canonical.len() {
+            return Err(Error::config(
+                path,
+                "the checkpointed sampler position is past the end of the data",
+            ));
+        }
+        self.rng = Rng::from_state(position.pass_seed);
+        self.start_pass();
+        self.cursor = position.cursor;
+        Ok(())
     }
 
     /// The next `batch_size` pairs; the pass restarts, reshuffled, when the pairs run out.
@@ -66,8 +113,7 @@ impl PairwiseSampler {
         let mut neg = Vec::with_capacity(batch_size);
         while pos.len() < batch_size {
             if self.cursor == self.pairs.len() {
-                self.rng.shuffle(&mut self.pairs);
-                self.cursor = 0;
+                self.start_pass();
             }
             let (p, n) = self.pairs[self.cursor];
             pos.push(i64::from(p));
@@ -121,6 +167,23 @@ mod tests {
             .collect();
         got.sort();
         assert_eq!(got, vec![(2, 1), (3, 1), (3, 2)]);
+    }
+
+    #[test]
+    fn a_restored_sampler_continues_with_the_same_batches() {
+        let mut data = dataset();
+        data.features = vec![3.0, 1.0, 2.0, 5.0, 4.0];
+        data.relevance = vec![2, 0, 1, 3, 4];
+        data.query_bounds = vec![0, 5];
+        let mut a = PairwiseSampler::new(&data, Rng::new(9), "s").unwrap();
+        let _ = a.next_batch(7).unwrap();
+        let position = a.position();
+        let mut b = PairwiseSampler::new(&data, Rng::new(1234), "s").unwrap();
+        b.restore(position, "s").unwrap();
+        for _ in 0..5 {
+            let (x, y) = (a.next_batch(4).unwrap(), b.next_batch(4).unwrap());
+            assert!(x.positive.equal(&y.positive) && x.negative.equal(&y.negative));
+        }
     }
 
     #[test]

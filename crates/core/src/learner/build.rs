@@ -14,7 +14,9 @@ use crate::config::{
     SamplerConfig, TrainerConfig, TrainingHookConfig,
 };
 use crate::data::{synthetic_ltr, LtrDataset, PairwiseSampler};
-use crate::losses::{HingeLoss, PairwiseLoss};
+use crate::losses::{
+    CrossEntropyLoss, HingeLoss, OutputType, PairwiseLoss, PointwiseCrossEntropyLoss,
+};
 use crate::models::{MlpScorer, Model};
 use crate::optim::{
     schedule, Adam, Optimizer, Optimizers, ParameterFilter, ScheduledOptimizer, Sgd,
@@ -52,6 +54,16 @@ fn loss_set(hooks: &[TrainingHookConfig], path: &str) -> Result<LossSet> {
                 weight: c.weight,
                 margin: c.margin,
             })),
+            TrainingHookConfig::PairwiseCrossEntropy(c) => {
+                losses.push(Box::new(CrossEntropyLoss { weight: c.weight }))
+            }
+            // The models of this core output real-valued scores (logits).
+            TrainingHookConfig::PairwisePointwiseCrossEntropy(c) => {
+                losses.push(Box::new(PointwiseCrossEntropyLoss {
+                    weight: c.weight,
+                    output: OutputType::Real,
+                }))
+            }
             TrainingHookConfig::LayerFreezer(_) | TrainingHookConfig::LayerSharer(_) => {}
             other => return Err(unsupported(format!("{path}.hooks[{i}]"), other.type_id())),
         }

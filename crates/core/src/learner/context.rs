@@ -88,6 +88,19 @@ impl TrainerContext {
         std::mem::take(&mut self.metrics).means()
     }
 
+    /// The current epoch's metrics so far, for a checkpoint taken inside the epoch.
+    ///
+    /// # Errors
+    /// A libtorch error while reading sums.
+    pub fn metrics_snapshot(&self) -> Result<BTreeMap<String, (f64, i64)>> {
+        self.metrics.snapshot()
+    }
+
+    /// Continues the current epoch's metrics from a snapshot.
+    pub fn restore_metrics(&mut self, snapshot: &BTreeMap<String, (f64, i64)>) {
+        self.metrics = Metrics::from_snapshot(snapshot);
+    }
+
     /// Logs a scalar to TensorBoard (created on first use) at the current step.
     ///
     /// # Errors

@@ -65,6 +65,42 @@ impl Metrics {
         )
     }
 
+    /// Every metric's sum and count, for checkpoints taken inside an epoch.
+    ///
+    /// # Errors
+    /// A libtorch error while reading the sums.
+    pub fn snapshot(&self) -> Result<BTreeMap<String, (f64, i64)>> {
+        self.entries
+            .iter()
+            .map(|(k, e)| {
+                let tensor_sum = if e.sum.defined() {
+                    e.sum.f_double_value(&[])?
+                } else {
+                    0.0
+                };
+                Ok((k.clone(), (tensor_sum + e.value_sum, e.count)))
+            })
+            .collect()
+    }
+
+    /// Metrics continuing from a [`Metrics::snapshot`].
+    pub fn from_snapshot(snapshot: &BTreeMap<String, (f64, i64)>) -> Self {
+        let entries = snapshot
+            .iter()
+            .map(|(k, (sum, count))| {
+                (
+                    k.clone(),
+                    Entry {
+                        sum: Tensor::new(),
+                        value_sum: *sum,
+                        count: *count,
+                    },
+                )
+            })
+            .collect();
+        Metrics { entries }
+    }
+
     /// The mean of every metric.
     ///
     /// # Errors

@@ -1,6 +1,7 @@
 //! The learner: builds everything from the configuration and runs the epoch/step loop.
 
-mod build;
+pub(crate) mod build;
+mod checkpoint;
 mod context;
 mod hooks;
 mod listeners;

@@ -59,6 +59,8 @@ pub trait Observer {
     fn on_epoch(&mut self, _report: &EpochReport) -> Result<()> {
         Ok(())
     }
+    /// Something the user should know that does not stop the run (a skipped checkpoint, ...).
+    fn warning(&mut self, _message: &str) {}
     /// Runs the JavaScript listener `id` and waits for its vote.
     ///
     /// # Errors

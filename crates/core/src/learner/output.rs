@@ -17,4 +17,8 @@ pub struct LearnOutput {
     pub checkpoints: BTreeMap<u64, String>,
     /// Why training ended before `max_epochs`, if it did.
     pub stopped: Option<String>,
+    /// The checkpoint this run continued from, if it resumed.
+    pub resumed_from: Option<String>,
+    /// What went wrong without stopping the run (skipped checkpoints, ...).
+    pub warnings: Vec<String>,
 }

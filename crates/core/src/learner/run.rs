@@ -1,49 +1,78 @@
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use tch::Tensor;
+use tch::{Kind, Tensor};
 
 use super::build::{build, Run};
+use super::checkpoint::{
+    checkpoint_dirs, load_checkpoint, model_file, save_checkpoint, save_model_dir, Progress,
+};
 use super::listeners::{ListenerStatus, ListenerView};
 use super::{EpochReport, LearnOutput, Observer, StepProgress, TrainerContext};
 use crate::config::LearnerConfig;
 use crate::{Error, Result};
 
-/// Runs a whole training on the calling thread.
+/// Name of the checkpoint written when a run is interrupted inside an epoch.
+const INTERRUPTED: &str = "interrupted";
+
+/// Runs a whole training on the calling thread, continuing from the newest complete checkpoint
+/// in the learner's checkpoint directory when there is one.
 ///
 /// # Errors
 /// Configuration problems found while building, libtorch errors, non-finite losses or
-/// gradients, observer errors, and [`Error::Cancelled`] when `cancel` is set (checked
-/// between steps).
+/// gradients, observer errors, and [`Error::Cancelled`] when `cancel` is set (checked between
+/// steps; a checkpoint is written first, so that running again resumes from there).
 pub fn learn(
     config: &LearnerConfig,
     observer: &mut dyn Observer,
     cancel: &AtomicBool,
 ) -> Result<LearnOutput> {
-    let mut run = build(config)?;
     let checkpoints = config.checkpointspath.as_ref().map(PathBuf::from);
+    let mut warnings = Vec::new();
+    let (mut run, progress, resumed_from) =
+        resume(config, checkpoints.as_deref(), observer, &mut warnings)?;
     let mut ctx = TrainerContext::new(
         config.steps_per_epoch,
         config.logpath.as_ref().map(PathBuf::from),
         checkpoints.clone(),
     );
+    ctx.step = progress.step;
+    ctx.restore_metrics(&progress.partial_metrics);
     let total_steps = config.max_epochs * config.steps_per_epoch;
     let mut output = LearnOutput {
-        epochs: Vec::with_capacity(config.max_epochs as usize),
-        listeners: BTreeMap::new(),
+        epochs: progress.history,
+        listeners: Default::default(),
         learned_model: None,
-        checkpoints: BTreeMap::new(),
+        checkpoints: progress.checkpoints,
         stopped: None,
+        resumed_from,
+        warnings: Vec::new(),
     };
-    for epoch in 1..=config.max_epochs {
+    let mut first_step = progress.steps_in_epoch;
+    let mut partial_loss = match progress.partial_loss {
+        Some(v) => Some(Tensor::f_from_slice(&[v as f32])?.f_squeeze()?),
+        None => None,
+    };
+    for epoch in progress.epoch + 1..=config.max_epochs {
         ctx.epoch = epoch;
         let started = Instant::now();
-        let mut loss_sum: Option<Tensor> = None;
-        for _ in 0..config.steps_per_epoch {
+        let mut loss_sum = partial_loss.take();
+        for done in first_step..config.steps_per_epoch {
             if cancel.load(Ordering::Relaxed) {
-                return Err(Error::Cancelled);
+                let at = Progress {
+                    epoch: epoch - 1,
+                    step: ctx.step,
+                    steps_in_epoch: done,
+                    partial_metrics: ctx.metrics_snapshot()?,
+                    partial_loss: loss_sum
+                        .as_ref()
+                        .map(|t| t.f_double_value(&[]))
+                        .transpose()?,
+                    history: output.epochs.clone(),
+                    checkpoints: output.checkpoints.clone(),
+                };
+                return Err(interrupt(&run, &at, checkpoints.as_deref()));
             }
             let loss = train_step(&mut run, &mut ctx)?;
             loss_sum = Some(match loss_sum {
@@ -56,10 +85,13 @@ pub fn learn(
                 total_steps,
             })?;
         }
-        let steps_per_second =
-            config.steps_per_epoch as f64 / started.elapsed().as_secs_f64().max(1e-9);
+        let steps_here = config.steps_per_epoch - first_step;
+        first_step = 0;
+        let steps_per_second = steps_here as f64 / started.elapsed().as_secs_f64().max(1e-9);
         let loss = match &loss_sum {
-            Some(sum) => sum.f_double_value(&[])? / config.steps_per_epoch as f64,
+            Some(sum) => {
+                sum.f_to_kind(Kind::Double)?.f_double_value(&[])? / config.steps_per_epoch as f64
+            }
             None => f64::NAN,
         };
         if !loss.is_finite() {
@@ -81,7 +113,7 @@ pub fn learn(
         };
         let mut status = ListenerStatus::NoDecision;
         let mut stoppers = Vec::new();
-        let mut metrics = BTreeMap::new();
+        let mut metrics = std::collections::BTreeMap::new();
         run.model.set_training(false);
         for listener in &mut run.listeners {
             let call = listener.call(&view, run.model.as_ref(), &mut ctx, observer)?;
@@ -97,12 +129,6 @@ pub fn learn(
         }
         ctx.flush()?;
 
-        if let Some(dir) = &checkpoints {
-            if epoch.is_multiple_of(config.checkpoint_interval) {
-                let path = save_model(&run, dir, &format!("epoch-{epoch:08}"))?;
-                output.checkpoints.insert(epoch, path);
-            }
-        }
         let report = EpochReport {
             epoch,
             step: ctx.step,
@@ -113,23 +139,120 @@ pub fn learn(
         };
         observer.on_epoch(&report)?;
         output.epochs.push(report);
-        if status == ListenerStatus::Stop {
+        let stop = status == ListenerStatus::Stop;
+        if stop {
             output.stopped = Some(format!(
                 "stopped after epoch {epoch} by listener(s) {}",
                 stoppers.join(", ")
             ));
+        }
+        if let Some(dir) = &checkpoints {
+            // The last epoch is always saved, whether on the interval or not (the reference
+            // leaves `last/` stale then).
+            if epoch.is_multiple_of(config.checkpoint_interval)
+                || stop
+                || epoch == config.max_epochs
+            {
+                let name = format!("epoch-{epoch:08}");
+                output
+                    .checkpoints
+                    .insert(epoch, model_file(&dir.join(&name)));
+                let at = Progress {
+                    epoch,
+                    step: ctx.step,
+                    steps_in_epoch: 0,
+                    partial_metrics: Default::default(),
+                    partial_loss: None,
+                    history: output.epochs.clone(),
+                    checkpoints: output.checkpoints.clone(),
+                };
+                save_checkpoint(&run, &at, &dir.join(&name))?;
+                output.learned_model = Some(save_model_dir(&run, &at, &dir.join("last"))?);
+                remove_superseded_interrupt(dir)?;
+            }
+        }
+        if stop {
             break;
         }
-    }
-    if let Some(dir) = &checkpoints {
-        output.learned_model = Some(save_model(&run, dir, "last")?);
     }
     output.listeners = run
         .listeners
         .iter()
         .map(|l| (l.id().to_string(), l.output()))
         .collect();
+    output.warnings = warnings;
     Ok(output)
+}
+
+/// Builds the run and restores the newest checkpoint that verifies; damaged ones are reported
+/// and skipped, never deleted.
+fn resume(
+    config: &LearnerConfig,
+    root: Option<&Path>,
+    observer: &mut dyn Observer,
+    warnings: &mut Vec<String>,
+) -> Result<(Run, Progress, Option<String>)> {
+    let mut run = build(config)?;
+    let empty = Progress {
+        epoch: 0,
+        step: 0,
+        steps_in_epoch: 0,
+        partial_metrics: Default::default(),
+        partial_loss: None,
+        history: Vec::new(),
+        checkpoints: Default::default(),
+    };
+    let Some(root) = root else {
+        return Ok((run, empty, None));
+    };
+    let mut candidates: Vec<(u64, PathBuf)> = checkpoint_dirs(root)
+        .into_iter()
+        .map(|d| (recorded_step(&d), d))
+        .collect();
+    candidates.sort_by(|a, b| b.cmp(a));
+    for (_, dir) in candidates {
+        match load_checkpoint(&mut run, &dir) {
+            Ok(progress) => return Ok((run, progress, Some(dir.display().to_string()))),
+            Err(err) => {
+                let message = format!("skipped checkpoint {}: {err}", dir.display());
+                observer.warning(&message);
+                warnings.push(message);
+                // A failed restore may have changed some of the run: start from a fresh one.
+                run = build(config)?;
+            }
+        }
+    }
+    Ok((run, empty, None))
+}
+
+/// The global step a checkpoint directory says it holds (0 when unreadable: tried last).
+fn recorded_step(dir: &Path) -> u64 {
+    std::fs::read(dir.join("info.json"))
+        .ok()
+        .and_then(|t| serde_json::from_slice::<serde_json::Value>(&t).ok())
+        .and_then(|v| v["steps"].as_u64())
+        .unwrap_or(0)
+}
+
+fn interrupt(run: &Run, at: &Progress, root: Option<&Path>) -> Error {
+    let Some(root) = root else {
+        return Error::Cancelled;
+    };
+    match save_checkpoint(run, at, &root.join(INTERRUPTED)) {
+        Ok(()) => Error::Interrupted {
+            step: at.step,
+            checkpoint: root.join(INTERRUPTED).display().to_string(),
+        },
+        Err(err) => err,
+    }
+}
+
+fn remove_superseded_interrupt(root: &Path) -> Result<()> {
+    let dir = root.join(INTERRUPTED);
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+    }
+    Ok(())
 }
 
 /// One optimizer step; returns the step's (detached) weighted loss.
@@ -155,21 +278,34 @@ fn train_step(run: &mut Run, ctx: &mut TrainerContext) -> Result<Tensor> {
     Ok(loss)
 }
 
-fn save_model(run: &Run, dir: &Path, name: &str) -> Result<String> {
-    let path = dir.join(name).join("model.safetensors");
-    run.model.save(&path)?;
-    Ok(path.display().to_string())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::config::parse_learner;
-    use crate::config::tests_support::demo_config_json;
+    use crate::config::tests_support::{demo_config_json, scratch_dir};
     use crate::learner::NoObserver;
 
+    struct CancelAfter<'a> {
+        steps: u64,
+        flag: &'a AtomicBool,
+    }
+
+    impl Observer for CancelAfter<'_> {
+        fn on_step(&mut self, progress: StepProgress) -> Result<()> {
+            if progress.step >= self.steps {
+                self.flag.store(true, Ordering::Relaxed);
+            }
+            Ok(())
+        }
+    }
+
+    fn config_in(dir: &Path) -> LearnerConfig {
+        let json = demo_config_json().replace("/tmp/job", &dir.display().to_string());
+        parse_learner(&json).unwrap()
+    }
+
     fn run_demo(json: &str) -> LearnOutput {
-        let dir = crate::config::tests_support::scratch_dir();
+        let dir = scratch_dir();
         let json = json.replace("/tmp/job", &dir.display().to_string());
         let config = parse_learner(&json).unwrap();
         learn(&config, &mut NoObserver, &AtomicBool::new(false)).unwrap()
@@ -206,10 +342,72 @@ mod tests {
     }
 
     #[test]
-    fn cancellation_stops_between_steps() {
-        let config = parse_learner(&demo_config_json()).unwrap();
-        let err = learn(&config, &mut NoObserver, &AtomicBool::new(true)).unwrap_err();
-        assert_eq!(err.code(), "ERR_CANCELLED");
+    fn cancellation_writes_a_checkpoint_and_resuming_matches_an_uninterrupted_run() {
+        let whole = run_demo(&demo_config_json());
+        let dir = scratch_dir();
+        let config = config_in(&dir);
+        let flag = AtomicBool::new(false);
+        // Interrupted in the middle of the second epoch (20 steps per epoch).
+        let err = learn(
+            &config,
+            &mut CancelAfter {
+                steps: 27,
+                flag: &flag,
+            },
+            &flag,
+        )
+        .unwrap_err();
+        assert_eq!(err.code(), "ERR_INTERRUPTED");
+        assert!(
+            err.to_string()
+                .starts_with("training was interrupted at step 27;"),
+            "{err}"
+        );
+        let resumed = learn(&config, &mut NoObserver, &AtomicBool::new(false)).unwrap();
+        assert!(resumed
+            .resumed_from
+            .as_ref()
+            .unwrap()
+            .ends_with("interrupted"));
+        let model = |o: &LearnOutput| std::fs::read(o.learned_model.as_ref().unwrap()).unwrap();
+        assert_eq!(model(&resumed), model(&whole));
+        let losses = |o: &LearnOutput| {
+            o.epochs
+                .iter()
+                .map(|e| e.loss.to_bits())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(losses(&resumed), losses(&whole));
+        assert!(!dir.join("checkpoints").join(INTERRUPTED).exists());
+    }
+
+    #[test]
+    fn a_damaged_checkpoint_is_skipped_with_a_warning_and_kept() {
+        let whole = run_demo(&demo_config_json());
+        let dir = scratch_dir();
+        let config = config_in(&dir);
+        learn(&config, &mut NoObserver, &AtomicBool::new(false)).unwrap();
+        // Damage the newest checkpoint and forget the two after the first epoch.
+        let root = dir.join("checkpoints");
+        std::fs::remove_dir_all(root.join("epoch-00000002")).unwrap();
+        let newest = root.join("epoch-00000003").join("model/model.safetensors");
+        let bytes = std::fs::read(&newest).unwrap();
+        std::fs::write(&newest, &bytes[..bytes.len() / 2]).unwrap();
+        let resumed = learn(&config, &mut NoObserver, &AtomicBool::new(false)).unwrap();
+        assert!(resumed
+            .resumed_from
+            .as_ref()
+            .unwrap()
+            .ends_with("epoch-00000001"));
+        assert_eq!(resumed.warnings.len(), 1);
+        assert!(
+            resumed.warnings[0].contains("epoch-00000003")
+                && resumed.warnings[0].contains("model/model.safetensors"),
+            "{:?}",
+            resumed.warnings
+        );
+        let model = |o: &LearnOutput| std::fs::read(o.learned_model.as_ref().unwrap()).unwrap();
+        assert_eq!(model(&resumed), model(&whole));
     }
 
     #[test]

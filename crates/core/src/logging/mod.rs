@@ -4,4 +4,5 @@ mod crc32c;
 mod proto;
 mod tensorboard;
 
+pub(crate) use crc32c::crc32c;
 pub use tensorboard::*;

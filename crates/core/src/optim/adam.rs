@@ -1,6 +1,6 @@
 use tch::Tensor;
 
-use super::Optimizer;
+use super::{copy_into, Optimizer};
 use crate::config::AdamConfig;
 use crate::Result;
 
@@ -81,5 +81,27 @@ impl Optimizer for Adam {
 
     fn parameters(&self) -> &[Tensor] {
         &self.params
+    }
+
+    fn state(&self) -> (Vec<Tensor>, u64) {
+        let tensors = self
+            .exp_avg
+            .iter()
+            .chain(&self.exp_avg_sq)
+            .map(Tensor::shallow_clone)
+            .collect();
+        (tensors, self.steps)
+    }
+
+    fn restore(&mut self, tensors: Vec<Tensor>, steps: u64) -> Result<()> {
+        let mut live: Vec<Tensor> = self
+            .exp_avg
+            .iter()
+            .chain(&self.exp_avg_sq)
+            .map(Tensor::shallow_clone)
+            .collect();
+        copy_into(&mut live, tensors, "Adam moments")?;
+        self.steps = steps;
+        Ok(())
     }
 }

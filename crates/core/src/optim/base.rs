@@ -15,6 +15,44 @@ pub trait Optimizer: Send {
 
     /// The optimized parameters.
     fn parameters(&self) -> &[Tensor];
+
+    /// Everything the optimizer carries from step to step: its tensors (moments, ...) in a
+    /// fixed order, and its step count.
+    fn state(&self) -> (Vec<Tensor>, u64);
+
+    /// Continues from a saved [`Optimizer::state`].
+    ///
+    /// # Errors
+    /// A libtorch error, or [`crate::Error::Checkpoint`] when the tensors do not fit.
+    fn restore(&mut self, tensors: Vec<Tensor>, steps: u64) -> Result<()>;
+}
+
+/// Copies saved tensors into live ones after checking that they fit.
+///
+/// # Errors
+/// [`crate::Error::Checkpoint`] on a count or shape mismatch; a libtorch error.
+pub fn copy_into(targets: &mut [Tensor], saved: Vec<Tensor>, what: &str) -> Result<()> {
+    if targets.len() != saved.len() {
+        return Err(crate::Error::checkpoint(
+            what,
+            format!("holds {} tensors, expected {}", saved.len(), targets.len()),
+        ));
+    }
+    let _no_grad = tch::no_grad_guard();
+    for (target, source) in targets.iter_mut().zip(saved) {
+        if target.size() != source.size() {
+            return Err(crate::Error::checkpoint(
+                what,
+                format!(
+                    "a tensor of shape {:?} where {:?} was expected",
+                    source.size(),
+                    target.size()
+                ),
+            ));
+        }
+        target.f_copy_(&source.f_to_kind(target.kind())?)?;
+    }
+    Ok(())
 }
 
 /// Clears the gradients of `params` (kept allocated, set to zero).

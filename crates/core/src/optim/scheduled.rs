@@ -1,3 +1,5 @@
+use tch::Tensor;
+
 use super::{zero_grad, Optimizer, Schedule};
 use crate::Result;
 
@@ -53,6 +55,36 @@ impl Optimizers {
         }
         self.steps += 1;
         Ok(rates)
+    }
+
+    /// The state of every optimizer (tensors and step count) and the schedules' step.
+    pub fn state(&self) -> (Vec<(Vec<Tensor>, u64)>, u64) {
+        (
+            self.entries.iter().map(|e| e.optimizer.state()).collect(),
+            self.steps,
+        )
+    }
+
+    /// Continues from a saved [`Optimizers::state`].
+    ///
+    /// # Errors
+    /// [`crate::Error::Checkpoint`] when it does not fit these optimizers; a libtorch error.
+    pub fn restore(&mut self, saved: Vec<(Vec<Tensor>, u64)>, steps: u64) -> Result<()> {
+        if saved.len() != self.entries.len() {
+            return Err(crate::Error::checkpoint(
+                "optimizers",
+                format!(
+                    "the checkpoint has {} optimizers, the configuration {}",
+                    saved.len(),
+                    self.entries.len()
+                ),
+            ));
+        }
+        for (entry, (tensors, n)) in self.entries.iter_mut().zip(saved) {
+            entry.optimizer.restore(tensors, n)?;
+        }
+        self.steps = steps;
+        Ok(())
     }
 
     /// Each optimizer's parameters, for gradient hooks.

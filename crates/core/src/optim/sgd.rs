@@ -1,6 +1,6 @@
 use tch::Tensor;
 
-use super::Optimizer;
+use super::{copy_into, Optimizer};
 use crate::config::SgdConfig;
 use crate::Result;
 
@@ -42,5 +42,13 @@ impl Optimizer for Sgd {
 
     fn parameters(&self) -> &[Tensor] {
         &self.params
+    }
+
+    fn state(&self) -> (Vec<Tensor>, u64) {
+        (Vec::new(), 0)
+    }
+
+    fn restore(&mut self, tensors: Vec<Tensor>, _steps: u64) -> Result<()> {
+        copy_into(&mut [], tensors, "SGD state")
     }
 }

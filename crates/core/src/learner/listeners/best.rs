@@ -14,7 +14,7 @@ pub(crate) enum Direction {
 }
 
 /// The best value of one metric so far, and where its model was saved.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub(crate) struct Best {
     pub epoch: u64,
     pub value: f64,
@@ -38,6 +38,13 @@ impl BestTracker {
             model_path,
             best: None,
         }
+    }
+
+    /// Continues from a saved best.
+    pub fn restore(&mut self, state: &serde_json::Value) -> Result<()> {
+        self.best = serde_json::from_value(state.clone())
+            .map_err(|e| Error::checkpoint("listener state", e.to_string()))?;
+        Ok(())
     }
 
     /// Records `value` for `epoch`; returns whether it is a new best.

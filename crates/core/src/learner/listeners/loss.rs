@@ -72,4 +72,12 @@ impl Listener for ValidationLoss {
     fn output(&self) -> serde_json::Value {
         json!({ "loss": self.tracker.best })
     }
+
+    fn state(&self) -> serde_json::Value {
+        json!(self.tracker.best)
+    }
+
+    fn restore(&mut self, state: &serde_json::Value) -> Result<()> {
+        self.tracker.restore(state)
+    }
 }

@@ -61,4 +61,12 @@ pub(crate) trait Listener: Send {
     ) -> Result<ListenerCall>;
     /// What `learn()` reports for this listener (best epochs, values, model paths).
     fn output(&self) -> serde_json::Value;
+    /// What it must remember across a resume.
+    fn state(&self) -> serde_json::Value {
+        serde_json::Value::Null
+    }
+    /// Continues from a saved [`Listener::state`].
+    fn restore(&mut self, _state: &serde_json::Value) -> Result<()> {
+        Ok(())
+    }
 }

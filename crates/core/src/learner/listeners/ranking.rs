@@ -82,6 +82,21 @@ impl Listener for RankingValidation {
             .collect();
         serde_json::Value::Object(bests)
     }
+
+    fn state(&self) -> serde_json::Value {
+        self.trackers
+            .iter()
+            .map(|(name, t)| (name.clone(), json!(t.best)))
+            .collect::<serde_json::Map<_, _>>()
+            .into()
+    }
+
+    fn restore(&mut self, state: &serde_json::Value) -> Result<()> {
+        for (name, tracker) in &mut self.trackers {
+            tracker.restore(&state[name.as_str()])?;
+        }
+        Ok(())
+    }
 }
 
 /// Builds the trackers: every metric is tracked; kept ones save their best model.

@@ -133,4 +133,14 @@ impl Trainer for PairwiseLossTrainer {
         loss.f_backward()?;
         Ok(loss.f_detach()?)
     }
+
+    fn state(&self) -> serde_json::Value {
+        serde_json::json!({ "sampler": self.sampler.position() })
+    }
+
+    fn restore(&mut self, state: &serde_json::Value) -> Result<()> {
+        let position = serde_json::from_value(state["sampler"].clone())
+            .map_err(|e| crate::Error::checkpoint("trainer state", e.to_string()))?;
+        self.sampler.restore(position, "learner.trainer.sampler")
+    }
 }

@@ -17,4 +17,10 @@ pub(crate) trait Trainer: Send {
     /// Takes the next batch(es), runs forward and backward; returns the (detached) loss that
     /// was backpropagated.
     fn process_step(&mut self, model: &dyn Model, ctx: &mut TrainerContext) -> Result<Tensor>;
+
+    /// Where its data stands, for checkpoints.
+    fn state(&self) -> serde_json::Value;
+
+    /// Continues from a saved [`Trainer::state`].
+    fn restore(&mut self, state: &serde_json::Value) -> Result<()>;
 }

@@ -29,4 +29,20 @@ impl Trainer for MultipleTrainer {
             )),
         }
     }
+
+    fn state(&self) -> serde_json::Value {
+        let states: serde_json::Map<String, serde_json::Value> = self
+            .trainers
+            .iter()
+            .map(|(name, t)| (name.clone(), t.state()))
+            .collect();
+        states.into()
+    }
+
+    fn restore(&mut self, state: &serde_json::Value) -> Result<()> {
+        for (name, trainer) in &mut self.trainers {
+            trainer.restore(&state[name.as_str()])?;
+        }
+        Ok(())
+    }
 }

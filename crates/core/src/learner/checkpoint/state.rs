@@ -1,0 +1,170 @@
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use tch::Tensor;
+
+use super::{verify_checkpoint_dir, write_checkpoint_dir};
+use crate::learner::build::Run;
+use crate::learner::EpochReport;
+use crate::optim::copy_into;
+use crate::{Error, Result};
+
+/// Where the loop stands when a checkpoint is taken.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Progress {
+    /// Last completed epoch (0 before the first).
+    pub epoch: u64,
+    /// Global step.
+    pub step: u64,
+    /// Steps already done in the next epoch (a checkpoint taken inside an epoch).
+    pub steps_in_epoch: u64,
+    /// That unfinished epoch's metrics so far.
+    pub partial_metrics: BTreeMap<String, (f64, i64)>,
+    /// That unfinished epoch's summed step losses.
+    pub partial_loss: Option<f64>,
+    /// Reports of the completed epochs.
+    pub history: Vec<EpochReport>,
+    /// Checkpointed epochs' model weights.
+    pub checkpoints: BTreeMap<u64, String>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct StateFile {
+    format: u32,
+    progress: Progress,
+    optimizer_steps: Vec<u64>,
+    schedule_steps: u64,
+    optimizer_tensors: Vec<usize>,
+    trainer: serde_json::Value,
+    listeners: BTreeMap<String, serde_json::Value>,
+}
+
+const FORMAT: u32 = 1;
+const MODEL: &str = "model/model.safetensors";
+const STATE: &str = "state.json";
+const TENSORS: &str = "optimizer.safetensors";
+
+fn json_error(what: &Path) -> impl Fn(serde_json::Error) -> Error + '_ {
+    move |e| Error::checkpoint(what.display().to_string(), e.to_string())
+}
+
+/// Writes the whole state of a run to `dest` (atomically).
+pub(crate) fn save_checkpoint(run: &Run, progress: &Progress, dest: &Path) -> Result<()> {
+    let (optimizers, schedule_steps) = run.optimizers.state();
+    let mut tensors: Vec<(String, Tensor)> = Vec::new();
+    let mut counts = Vec::new();
+    let mut steps = Vec::new();
+    for (i, (ts, n)) in optimizers.into_iter().enumerate() {
+        counts.push(ts.len());
+        steps.push(n);
+        for (j, t) in ts.into_iter().enumerate() {
+            tensors.push((format!("{i}.{j}"), t));
+        }
+    }
+    let state = StateFile {
+        format: FORMAT,
+        progress: progress.clone(),
+        optimizer_steps: steps,
+        schedule_steps,
+        optimizer_tensors: counts,
+        trainer: run.trainer.state(),
+        listeners: run
+            .listeners
+            .iter()
+            .map(|l| (l.id().to_string(), l.state()))
+            .collect(),
+    };
+    write_checkpoint_dir(dest, |tmp| {
+        run.model.save(&tmp.join(MODEL))?;
+        if !tensors.is_empty() {
+            Tensor::write_safetensors(&tensors, tmp.join(TENSORS))?;
+        }
+        let info = serde_json::json!({ "epoch": progress.epoch, "steps": progress.step });
+        std::fs::write(tmp.join("info.json"), info.to_string())
+            .map_err(|e| Error::io(tmp.join("info.json"), e))?;
+        let text = serde_json::to_vec(&state).map_err(json_error(dest))?;
+        std::fs::write(tmp.join(STATE), text).map_err(|e| Error::io(tmp.join(STATE), e))
+    })
+}
+
+/// Writes only the model weights (the `last/` directory the Learner's output points to).
+pub(crate) fn save_model_dir(run: &Run, progress: &Progress, dest: &Path) -> Result<String> {
+    write_checkpoint_dir(dest, |tmp| {
+        run.model.save(&tmp.join(MODEL))?;
+        let info = serde_json::json!({ "epoch": progress.epoch, "steps": progress.step });
+        std::fs::write(tmp.join("info.json"), info.to_string())
+            .map_err(|e| Error::io(tmp.join("info.json"), e))
+    })?;
+    Ok(dest.join(MODEL).display().to_string())
+}
+
+/// The model weights file of a checkpoint directory.
+pub(crate) fn model_file(dir: &Path) -> String {
+    dir.join(MODEL).display().to_string()
+}
+
+/// Restores `run` from the checkpoint in `dir` after verifying it; returns its progress.
+///
+/// # Errors
+/// [`Error::Checkpoint`] naming the directory when it is incomplete, corrupt or does not fit
+/// this configuration. `run` may be partly restored then: build it again before retrying.
+pub(crate) fn load_checkpoint(run: &mut Run, dir: &Path) -> Result<Progress> {
+    verify_checkpoint_dir(dir)?;
+    let what = dir.display().to_string();
+    let text = std::fs::read(dir.join(STATE)).map_err(|e| Error::io(dir.join(STATE), e))?;
+    let state: StateFile = serde_json::from_slice(&text).map_err(json_error(dir))?;
+    if state.format != FORMAT {
+        return Err(Error::checkpoint(
+            what,
+            format!("state format {} is not {FORMAT}", state.format),
+        ));
+    }
+    // Model weights.
+    let saved: BTreeMap<String, Tensor> = Tensor::read_safetensors(dir.join(MODEL))?
+        .into_iter()
+        .collect();
+    let params = run.model.named_parameters();
+    let mut targets = Vec::with_capacity(params.len());
+    let mut sources = Vec::with_capacity(params.len());
+    for p in params {
+        let t = saved.get(&p.name).ok_or_else(|| {
+            Error::checkpoint(&what, format!("the model has no tensor {:?}", p.name))
+        })?;
+        sources.push(t.shallow_clone());
+        targets.push(p.tensor);
+    }
+    copy_into(&mut targets, sources, &format!("{what}: model"))?;
+    // Optimizers.
+    let mut tensors: BTreeMap<String, Tensor> = if state.optimizer_tensors.iter().any(|n| *n > 0) {
+        Tensor::read_safetensors(dir.join(TENSORS))?
+            .into_iter()
+            .collect()
+    } else {
+        BTreeMap::new()
+    };
+    let mut optimizers = Vec::with_capacity(state.optimizer_tensors.len());
+    for (i, (count, steps)) in state
+        .optimizer_tensors
+        .iter()
+        .zip(&state.optimizer_steps)
+        .enumerate()
+    {
+        let ts = (0..*count)
+            .map(|j| {
+                tensors.remove(&format!("{i}.{j}")).ok_or_else(|| {
+                    Error::checkpoint(&what, format!("optimizer tensor {i}.{j} is missing"))
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        optimizers.push((ts, *steps));
+    }
+    run.optimizers.restore(optimizers, state.schedule_steps)?;
+    run.trainer.restore(&state.trainer)?;
+    for listener in &mut run.listeners {
+        if let Some(s) = state.listeners.get(listener.id()) {
+            listener.restore(s)?;
+        }
+    }
+    Ok(state.progress)
+}

@@ -1,0 +1,94 @@
+import { spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+import { describe, expect, it } from "vitest";
+
+import { repoRoot, userEnv } from "./helpers/node.js";
+
+const CHILD = join(repoRoot, "test", "helpers", "train-child.mjs");
+const workspace = () => mkdtempSync(join(tmpdir(), "xpm-crash-"));
+
+interface ChildResult {
+  learned_model: string;
+  resumed_from: string | null;
+  warnings: string[];
+  epochs: { loss: number }[];
+}
+
+function runToEnd(ws: string, seed = 0): ChildResult {
+  const out = spawnSync(process.execPath, [CHILD, ws, String(seed)], { cwd: repoRoot, env: userEnv(), encoding: "utf8", timeout: 120_000 });
+  expect(out.stderr).not.toMatch(/ERR_/);
+  expect(out.status).toBe(0);
+  return JSON.parse(out.stdout) as ChildResult;
+}
+
+/** Starts a training process and kills it after `ms` milliseconds with `signal`. */
+function runAndKill(ws: string, ms: number, signal: NodeJS.Signals): Promise<{ code: number | null; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [CHILD, ws, "0"], { cwd: repoRoot, env: userEnv() });
+    let stderr = "";
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => child.kill(signal), ms);
+    child.on("exit", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stderr });
+    });
+  });
+}
+
+// Deterministic "random" moments, so that a failure can be replayed.
+function* moments(seed: number): Generator<number> {
+  let x = seed;
+  for (;;) {
+    x = (x * 1103515245 + 12345) % 2 ** 31;
+    yield 600 + (x % 1500);
+  }
+}
+
+describe("surviving crashes", () => {
+  const reference = () => runToEnd(workspace());
+
+  it("ends with bit-identical weights after ten SIGKILLs at random moments", async () => {
+    const uninterrupted = reference();
+    const ws = workspace();
+    const at = moments(42);
+    for (let i = 0; i < 10; i++) {
+      const { code } = await runAndKill(ws, at.next().value as number, "SIGKILL");
+      // A run that finished before its kill is fine too: the last restart then has nothing to do.
+      expect([null, 0]).toContain(code);
+    }
+    const final = runToEnd(ws);
+    // It did continue from what the killed processes left, rather than start over.
+    expect(final.resumed_from).toMatch(/checkpoints\/epoch-\d{8}$/);
+    expect(readFileSync(final.learned_model).equals(readFileSync(uninterrupted.learned_model))).toBe(true);
+    expect(final.epochs.map((e) => e.loss)).toEqual(uninterrupted.epochs.map((e) => e.loss));
+  });
+
+  it("stops on SIGINT after writing a checkpoint, and resumes from it exactly", async () => {
+    const uninterrupted = reference();
+    const ws = workspace();
+    const { code, stderr } = await runAndKill(ws, 900, "SIGINT");
+    expect(code).toBe(3);
+    expect(stderr).toMatch(/ERR_INTERRUPTED: training was interrupted at step \d+; its state is saved in .*interrupted: run the same job again to resume/);
+    const resumed = runToEnd(ws);
+    expect(resumed.resumed_from).toMatch(/checkpoints\/interrupted$/);
+    expect(readFileSync(resumed.learned_model).equals(readFileSync(uninterrupted.learned_model))).toBe(true);
+  });
+
+  it("never resumes another configuration's checkpoints", async () => {
+    const ws = workspace();
+    await runAndKill(ws, 900, "SIGINT");
+    const other = runToEnd(ws, 1);
+    expect(other.resumed_from).toBeNull();
+  });
+
+  it("writes model weights that Python's safetensors layout describes", () => {
+    const result = reference();
+    const bytes = readFileSync(result.learned_model);
+    const header = JSON.parse(bytes.subarray(8, 8 + Number(bytes.readBigUInt64LE(0))).toString("utf8")) as Record<string, { dtype: string }>;
+    expect(Object.keys(header).sort()).toEqual(["layers.0.bias", "layers.0.weight", "layers.1.bias", "layers.1.weight", "layers.2.bias", "layers.2.weight"]);
+    expect(new Set(Object.values(header).map((t) => t.dtype))).toEqual(new Set(["F32"]));
+  });
+});
