@@ -1,11 +1,12 @@
 import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 
 import { describe, expect, it } from "vitest";
 
 import { repoRoot, userEnv } from "./helpers/node.js";
+import { readEventFiles } from "./helpers/tfevents.js";
 
 const CHILD = join(repoRoot, "test", "helpers", "train-child.mjs");
 const workspace = () => mkdtempSync(join(tmpdir(), "xpm-crash-"));
@@ -24,13 +25,19 @@ function runToEnd(ws: string, seed = 0): ChildResult {
   return JSON.parse(out.stdout) as ChildResult;
 }
 
-/** Starts a training process and kills it after `ms` milliseconds with `signal`. */
-function runAndKill(ws: string, ms: number, signal: NodeJS.Signals): Promise<{ code: number | null; stderr: string }> {
+/**
+ * Starts a training process and sends it `signal` after `ms` milliseconds — counted from its
+ * start, or with `afterStart` from its first training step.
+ */
+function runAndKill(ws: string, ms: number, signal: NodeJS.Signals, afterStart = false): Promise<{ code: number | null; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [CHILD, ws, "0"], { cwd: repoRoot, env: userEnv() });
     let stderr = "";
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => child.kill(signal), ms);
+    let timer: NodeJS.Timeout | undefined = afterStart ? undefined : setTimeout(() => child.kill(signal), ms);
+    child.stderr.on("data", (d: Buffer) => {
+      stderr += d.toString();
+      if (afterStart && timer === undefined && stderr.includes("training started")) timer = setTimeout(() => child.kill(signal), ms);
+    });
     child.on("exit", (code) => {
       clearTimeout(timer);
       resolve({ code, stderr });
@@ -43,7 +50,7 @@ function* moments(seed: number): Generator<number> {
   let x = seed;
   for (;;) {
     x = (x * 1103515245 + 12345) % 2 ** 31;
-    yield 600 + (x % 1500);
+    yield 50 + (x % 1200);
   }
 }
 
@@ -55,7 +62,8 @@ describe("surviving crashes", () => {
     const ws = workspace();
     const at = moments(42);
     for (let i = 0; i < 10; i++) {
-      const { code } = await runAndKill(ws, at.next().value as number, "SIGKILL");
+      // Counted from the first training step: process start-up time varies between machines.
+      const { code } = await runAndKill(ws, at.next().value as number, "SIGKILL", true);
       // A run that finished before its kill is fine too: the last restart then has nothing to do.
       expect([null, 0]).toContain(code);
     }
@@ -69,17 +77,23 @@ describe("surviving crashes", () => {
   it("stops on SIGINT after writing a checkpoint, and resumes from it exactly", async () => {
     const uninterrupted = reference();
     const ws = workspace();
-    const { code, stderr } = await runAndKill(ws, 900, "SIGINT");
+    const { code, stderr } = await runAndKill(ws, 100, "SIGINT", true);
     expect(code).toBe(3);
     expect(stderr).toMatch(/ERR_INTERRUPTED: training was interrupted at step \d+; its state is saved in .*interrupted: run the same job again to resume/);
     const resumed = runToEnd(ws);
     expect(resumed.resumed_from).toMatch(/checkpoints\/interrupted$/);
     expect(readFileSync(resumed.learned_model).equals(readFileSync(uninterrupted.learned_model))).toBe(true);
+    // TensorBoard: the resumed run wrote a new event file, continuing at the checkpointed step;
+    // together the files hold every epoch once.
+    const runs = join(dirname(dirname(dirname(dirname(resumed.learned_model)))), "runs");
+    expect(readdirSync(runs).filter((f) => f.includes("tfevents")).length).toBe(2);
+    const steps = readEventFiles(runs).filter((s) => s.tag === "train/pair-hinge").map((s) => s.step);
+    expect(steps).toEqual(Array.from({ length: 12 }, (_, i) => 60 * (i + 1)));
   });
 
   it("never resumes another configuration's checkpoints", async () => {
     const ws = workspace();
-    await runAndKill(ws, 900, "SIGINT");
+    await runAndKill(ws, 100, "SIGINT", true);
     const other = runToEnd(ws, 1);
     expect(other.resumed_from).toBeNull();
   });

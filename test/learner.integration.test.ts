@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -177,5 +177,57 @@ describe("trainers", () => {
     expect(Object.keys(train).filter((k) => k.includes("pair-hinge")).sort()).toEqual(["first/pair-hinge", "second/pair-hinge"]);
     expect(result.epochs[1]!.loss).toBeCloseTo(train["first/pair-hinge"]! + train["second/pair-hinge"]!, 5);
     expect(result.epochs[1]!.step).toBe(10);
+  });
+});
+
+describe("LETOR files", () => {
+  /** A LETOR file of `queries` × 10 documents graded by a planted linear signal. */
+  function letorFile(dir: string, name: string, queries: number, seed: number): string {
+    let x = seed;
+    const rand = () => ((x = (x * 1103515245 + 12345) % 2 ** 31) / 2 ** 31) * 2 - 1;
+    const lines: string[] = [];
+    for (let q = 0; q < queries; q++) {
+      for (let d = 0; d < 10; d++) {
+        const f = Array.from({ length: 5 }, rand);
+        const score = f[0]! + 0.5 * f[1]! - 0.7 * f[3]!;
+        const rel = score > 0.8 ? 3 : score > 0.2 ? 2 : score > -0.4 ? 1 : 0;
+        lines.push(`${rel} qid:${q + 1} ${f.map((v, i) => `${i + 1}:${v.toFixed(4)}`).join(" ")} # doc ${d}`);
+      }
+    }
+    const file = join(dir, name);
+    writeFileSync(file, `${lines.join("\n")}\n`);
+    return file;
+  }
+
+  it("trains from a LETOR file and validates on another", async () => {
+    const { LetorDataset, RankingValidationListener } = await import("../ts/index.js");
+    const dir = workspace();
+    const train = LetorDataset.C({ id: "planted/train", path: letorFile(dir, "train.txt", 200, 1) });
+    const test = LetorDataset.C({ id: "planted/test", path: letorFile(dir, "test.txt", 50, 2) });
+    const base = demoLearner({ max_epochs: 4, steps_per_epoch: 50 });
+    const config = Learner.C({
+      ...withTrainer(base, { sampler: PairwiseSampler.C({ dataset: train }) }),
+      model: MlpScorer.C({ input_dim: 5, hidden_dims: [16] }),
+      listeners: [RankingValidationListener.C({ id: "test", dataset: test, metrics: { pairwise_accuracy: true, "ndcg@5": false } })],
+    });
+    const result = await learn(config, { workspace: dir });
+    expect(result.epochs[3]!.metrics["test/pairwise_accuracy"]).toBeGreaterThan(0.85);
+  });
+
+  it("names the line and column of a malformed line", async () => {
+    const { DataError, LetorDataset } = await import("../ts/index.js");
+    const dir = workspace();
+    const file = letorFile(dir, "broken.txt", 200, 3);
+    const lines = readFileSync(file, "utf8").split("\n");
+    lines[1233] = lines[1233]!.replace("qid:", "qid");
+    writeFileSync(file, lines.join("\n"));
+    const dataset = LetorDataset.C({ id: "broken", path: file });
+    const config = Learner.C({
+      ...withTrainer(demoLearner({ max_epochs: 1, steps_per_epoch: 1 }), { sampler: PairwiseSampler.C({ dataset }) }),
+      model: MlpScorer.C({ input_dim: 5, hidden_dims: [4] }),
+    });
+    const error = await learn(config, { workspace: dir }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(DataError);
+    expect((error as Error).message).toMatch(new RegExp(`^${file}:1234:\\d+: `));
   });
 });

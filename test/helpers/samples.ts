@@ -108,6 +108,7 @@ export const SAMPLES: Record<string, () => object> = {
   "xpm_torch.validation.ValidationSettings": () => c.ValidationSettings.C({ listener: validationLoss(), key: "loss" }),
   "xpm_torch.models.MlpScorer": () => c.MlpScorer.C({ input_dim: 6, hidden_dims: [5, 4] }),
   "xpm_torch.data.SyntheticLtrDataset": () => dataset(5),
+  "xpm_torch.data.LetorDataset": () => c.LetorDataset.C({ id: "mslr/fold1/train", path: "/data/train.txt", num_features: 136 }),
   "xpm_torch.samplers.PairwiseSampler": () => c.PairwiseSampler.C({ dataset: dataset(6) }),
   "xpm_torch.listeners.RankingValidationListener": () => ranking("rank", 7),
   "xpm_torch.parameters.RegexParametersIterator": () => c.RegexParametersIterator.C({ regex: "layers\\.0\\..*", negative_regex: ".*bias" }),

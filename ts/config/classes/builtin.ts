@@ -1,8 +1,8 @@
 // Classes of this package with no Python counterpart: the models, data and listeners that the
 // Rust core implements. Their type ids live under `xpm_torch` so that identifiers stay stable.
 import { configOf, defineConfig } from "../class.js";
-import { generated, param } from "../declare.js";
-import { bool, dict, float, int, list } from "../types.js";
+import { generated, meta, param } from "../declare.js";
+import { bool, dict, float, int, list, path, str } from "../types.js";
 import { Module, SampleIterator, Sampler } from "./base.js";
 import { LearnerListener } from "./learner.js";
 
@@ -30,10 +30,24 @@ export const SyntheticLtrDataset = defineConfig(
   { extends: SampleIterator },
 );
 
+/**
+ * A learning-to-rank file in the SVMlight/LETOR format (`<rel> qid:<q> <i>:<v> ... # comment`, as
+ * MSLR-WEB10K/30K and LETOR 4.0). `id` says what the data is: paths never enter identifiers.
+ */
+export const LetorDataset = defineConfig(
+  "xpm_torch.data.LetorDataset",
+  {
+    id: param(str((s) => s.min(1))).help("What the data is, e.g. mslr-web10k/fold1/train"),
+    path: meta(path()).help("The file"),
+    num_features: param(int((s) => s.min(1))).optional().help("Feature dimension (default: the largest index)"),
+  },
+  { extends: SampleIterator },
+);
+
 /** Preference pairs (a more and a less relevant document of one query) from a dataset. */
 export const PairwiseSampler = defineConfig(
   "xpm_torch.samplers.PairwiseSampler",
-  { dataset: param(configOf(SyntheticLtrDataset)) },
+  { dataset: param(configOf(SyntheticLtrDataset, LetorDataset)) },
   { extends: Sampler },
 );
 
@@ -47,7 +61,7 @@ export const RANK_METRIC = /^(pairwise_accuracy|mrr|ndcg(@[1-9][0-9]*)?)$/;
 export const RankingValidationListener = defineConfig(
   "xpm_torch.listeners.RankingValidationListener",
   {
-    dataset: param(configOf(SyntheticLtrDataset)),
+    dataset: param(configOf(SyntheticLtrDataset, LetorDataset)),
     metrics: param(dict(bool())).default({ "ndcg@10": true, mrr: false, pairwise_accuracy: false }, { ignoreDefault: true }),
     warmup: param(int((s) => s.min(-1))).default(-1, { ignoreDefault: true }),
     validation_interval: param(int((s) => s.min(1))).default(1, { ignoreDefault: true }),

@@ -81,6 +81,8 @@ config_enum! {
         MlpScorer(MlpScorerConfig) = "xpm_torch.models.MlpScorer",
         /// A dataset.
         SyntheticLtrDataset(SyntheticLtrConfig) = "xpm_torch.data.SyntheticLtrDataset",
+        /// A dataset.
+        LetorDataset(LetorDatasetConfig) = "xpm_torch.data.LetorDataset",
         /// A sampler.
         PairwiseSampler(PairwiseSamplerConfig) = "xpm_torch.samplers.PairwiseSampler",
     }

@@ -27,6 +27,8 @@ config_enum! {
     pub enum DatasetConfig {
         /// `xpm_torch.data.SyntheticLtrDataset`.
         Synthetic(SyntheticLtrConfig) = "xpm_torch.data.SyntheticLtrDataset",
+        /// `xpm_torch.data.LetorDataset`.
+        Letor(LetorDatasetConfig) = "xpm_torch.data.LetorDataset",
     }
 }
 
@@ -80,4 +82,17 @@ pub struct JsListenerConfig {
     pub id: String,
     /// The listener's own type id (for messages).
     pub class: String,
+}
+
+/// A learning-to-rank file in the SVMlight/LETOR format.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LetorDatasetConfig {
+    /// What the data is (its identity: paths never enter identifiers).
+    pub id: String,
+    /// The file.
+    pub path: String,
+    /// Feature dimension; when absent, the largest index in the file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub num_features: Option<u64>,
 }

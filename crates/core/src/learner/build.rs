@@ -13,7 +13,7 @@ use crate::config::{
     DatasetConfig, LearnerConfig, ListenerConfig, LossTrainerConfig, ModelConfig, OptimizerConfig,
     SamplerConfig, TrainerConfig, TrainingHookConfig,
 };
-use crate::data::{synthetic_ltr, LtrDataset, PairwiseSampler};
+use crate::data::{read_letor, synthetic_ltr, LtrDataset, PairwiseSampler};
 use crate::losses::{
     CrossEntropyLoss, HingeLoss, OutputType, PairwiseLoss, PointwiseCrossEntropyLoss,
 };
@@ -43,6 +43,11 @@ fn unsupported(path: impl Into<String>, type_id: &str) -> Error {
 fn dataset(config: &DatasetConfig, path: &str) -> Result<LtrDataset> {
     match config {
         DatasetConfig::Synthetic(c) => synthetic_ltr(c, path),
+        DatasetConfig::Letor(c) => Ok(read_letor(
+            std::path::Path::new(&c.path),
+            c.num_features.map(|n| n as usize),
+        )?
+        .dataset),
     }
 }
 
