@@ -1,7 +1,7 @@
 import { z } from "zod";
 
 import { ConfigError } from "../errors.js";
-import type { ValueDesc } from "./types.js";
+import { type ValueDesc, optional } from "./types.js";
 
 /** How a parameter takes part in the experiment (see the spec's `Param`, `Meta`, ...). */
 export type ParamKind = "param" | "meta" | "constant" | "generated";
@@ -41,16 +41,7 @@ export class Param<T, In, K extends ParamKind, Opt extends boolean> {
 
   /** The parameter may be left unset (hashed as none, skipped while none). */
   optional(): Param<T | undefined, In | undefined, K, true> {
-    const inner = this.spec.value;
-    return new Param({
-      ...this.spec,
-      optional: true,
-      value: {
-        zod: inner.zod.optional(),
-        type: { kind: "optional", inner: inner.type },
-        toTyped: (v, node) => (v === undefined ? { kind: "none" } : inner.toTyped(v, node)),
-      },
-    });
+    return new Param({ ...this.spec, optional: true, value: optional(this.spec.value) });
   }
 
   help(text: string): this {

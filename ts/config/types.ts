@@ -101,11 +101,6 @@ export function optional<T, In>(inner: ValueDesc<T, In>): ValueDesc<T | undefine
   };
 }
 
-/** A value that zod accepts as is (checked by `check`), with an explicit identifier type. */
-export function custom<T>(type: ValueType, check: (v: unknown) => v is T, message: string, toTyped: ValueDesc<T>["toTyped"]): ValueDesc<T> {
-  return { zod: z.custom<T>((v) => check(v), { message }), type, toTyped };
-}
-
 /** A set that refuses changes once built, so that configurations holding it stay immutable. */
 class SealedSet<T> extends Set<T> {
   #sealed = false;

@@ -16,8 +16,6 @@ pub struct TrainerContext {
     pub step: u64,
     /// Steps per epoch.
     pub steps_per_epoch: u64,
-    /// The learner's checkpoint directory, if any.
-    pub checkpoints: Option<PathBuf>,
     metrics: Metrics,
     scopes: Vec<String>,
     writer: Option<EventWriter>,
@@ -26,16 +24,11 @@ pub struct TrainerContext {
 
 impl TrainerContext {
     /// A context before the first epoch; TensorBoard logs go to `logdir` when given.
-    pub fn new(
-        steps_per_epoch: u64,
-        logdir: Option<PathBuf>,
-        checkpoints: Option<PathBuf>,
-    ) -> Self {
+    pub fn new(steps_per_epoch: u64, logdir: Option<PathBuf>) -> Self {
         TrainerContext {
             epoch: 0,
             step: 0,
             steps_per_epoch,
-            checkpoints,
             metrics: Metrics::default(),
             scopes: Vec::new(),
             writer: None,

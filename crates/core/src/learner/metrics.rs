@@ -106,17 +106,11 @@ impl Metrics {
     /// # Errors
     /// A libtorch error while reading the sums.
     pub fn means(&self) -> Result<BTreeMap<String, f64>> {
-        self.entries
-            .iter()
-            .map(|(k, e)| {
-                let tensor_sum = if e.sum.defined() {
-                    e.sum.f_double_value(&[])?
-                } else {
-                    0.0
-                };
-                Ok((k.clone(), (tensor_sum + e.value_sum) / e.count as f64))
-            })
-            .collect()
+        Ok(self
+            .snapshot()?
+            .into_iter()
+            .map(|(k, (sum, count))| (k, sum / count as f64))
+            .collect())
     }
 }
 

@@ -35,7 +35,6 @@ pub fn learn(
     let mut ctx = TrainerContext::new(
         config.steps_per_epoch,
         config.logpath.as_ref().map(PathBuf::from),
-        checkpoints.clone(),
     );
     ctx.step = progress.step;
     ctx.restore_metrics(&progress.partial_metrics);

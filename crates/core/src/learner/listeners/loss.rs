@@ -47,7 +47,7 @@ impl Listener for ValidationLoss {
         let mut logged = BTreeMap::new();
         if self.schedule.due(epoch) {
             let prefix = format!("{}/loss/", self.id);
-            let mut scratch = TrainerContext::new(ctx.steps_per_epoch, None, None);
+            let mut scratch = TrainerContext::new(ctx.steps_per_epoch, None);
             let total =
                 self.losses
                     .evaluate(model, &self.data, self.batch_size, &mut scratch, &prefix)?;
