@@ -231,3 +231,44 @@ describe("LETOR files", () => {
     expect((error as Error).message).toMatch(new RegExp(`^${file}:1234:\\d+: `));
   });
 });
+
+describe("hooks written in TypeScript", () => {
+  it("run around every step and around initialisation", async () => {
+    const { defineHook } = await import("../ts/index.js");
+    const calls: string[] = [];
+    const Steps = defineHook("tests.StepRecorder", {}, {
+      kind: "step",
+      before: (_self, s) => void calls.push(`before ${s.step}`),
+      async after(_self, s) {
+        await Promise.resolve();
+        calls.push(`after ${s.step}`);
+      },
+    });
+    const Init = defineHook("tests.InitRecorder", { label: param(int()) }, {
+      kind: "initialization",
+      before: (self) => void calls.push(`init before ${self.label}`),
+      after: (self) => void calls.push(`init after ${self.label}`),
+    });
+    const config = withTrainer(demoLearner({ max_epochs: 2, steps_per_epoch: 2 }), {
+      hooks: [HingeLoss.C({}), Steps.C({}), Init.C({ label: 7 })],
+    });
+    await learn(config, { workspace: workspace() });
+    expect(calls).toEqual([
+      "init before 7",
+      "init after 7",
+      "before 0", "after 1", "before 1", "after 2", "before 2", "after 3", "before 3", "after 4",
+    ]);
+  });
+
+  it("stop the run with their error", async () => {
+    const { defineHook } = await import("../ts/index.js");
+    const Failing = defineHook("tests.FailingHook", {}, {
+      kind: "step",
+      after(_self, s) {
+        if (s.step === 3) throw new Error("hook gave up");
+      },
+    });
+    const config = withTrainer(demoLearner({ max_epochs: 2, steps_per_epoch: 2 }), { hooks: [HingeLoss.C({}), Failing.C({})] });
+    await expect(learn(config, { workspace: workspace() })).rejects.toThrow('hook "0:tests.FailingHook" (after): hook gave up');
+  });
+});

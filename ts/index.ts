@@ -20,6 +20,7 @@ export {
   type LearnerConfig,
   type StepProgress,
 } from "./learn.js";
+export { defineHook, type HookBehaviour, type HookState } from "./hooks.js";
 export {
   defineListener,
   type ListenerBehaviour,

@@ -1,6 +1,8 @@
 import type { ConfigOf } from "./config/class.js";
 import type { Learner } from "./config/classes/learner.js";
-import { toWire } from "./config/wire.js";
+import { TYPE_KEY, configClassOf } from "./config/class.js";
+import { JS_HOOK, JS_LISTENER, type Wire, toWire } from "./config/wire.js";
+import { type HookBehaviour, type HookState, hookBehaviour } from "./hooks.js";
 import { type NativeErrorPayload, fromNative } from "./errors.js";
 import { type ListenerBehaviour, type ListenerState, listenerBehaviour, toReply } from "./listeners.js";
 import { type NativeBinding, loadNative } from "./native.js";
@@ -89,7 +91,8 @@ type NativeEvent =
   | { kind: "step"; progress: StepProgress }
   | { kind: "epoch"; report: EpochReport }
   | { kind: "warning"; message: string }
-  | { kind: "listener"; replyId: number; id: string; state: ListenerState };
+  | { kind: "listener"; replyId: number; id: string; state: ListenerState }
+  | { kind: "hook"; replyId: number; key: string; phase: "before" | "after"; progress: HookState };
 type StoredResult = Omit<LearnResult, "jobDir" | "identifier" | "cached">;
 
 /** Parses an outcome the binding resolved with, throwing the typed error of a failed job. */
@@ -129,38 +132,64 @@ function interruptions(binding: NativeBinding, runId: number, options: LearnOpti
   };
 }
 
-/** Runs a TypeScript listener for the core and always answers, so the loop never waits forever. */
-async function answerListener(
-  binding: NativeBinding,
-  listeners: ReadonlyMap<string, { config: object; behaviour: ListenerBehaviour<object> }>,
-  event: Extract<NativeEvent, { kind: "listener" }>,
-): Promise<void> {
-  let answer: string;
+/** What runs on the JavaScript side of one run: listeners by id, hooks by key. */
+interface JsSide {
+  readonly listeners: Map<string, { config: object; behaviour: ListenerBehaviour<object> }>;
+  readonly hooks: Map<string, { config: object; behaviour: HookBehaviour<object> }>;
+}
+
+/** Stand-ins for what is written in TypeScript, registered in `side` as they are met. */
+function standIns(side: JsSide): (config: object) => Wire | undefined {
+  return (config): Wire | undefined => {
+    const typeId = configClassOf(config)?.typeId ?? "";
+    const listener = listenerBehaviour(config);
+    if (listener) {
+      const id = (config as { id: string }).id;
+      side.listeners.set(id, { config, behaviour: listener });
+      return { [TYPE_KEY]: JS_LISTENER, id, class: typeId };
+    }
+    const hook = hookBehaviour(config);
+    if (hook) {
+      const key = `${side.hooks.size}:${typeId}`;
+      side.hooks.set(key, { config, behaviour: hook });
+      return { [TYPE_KEY]: JS_HOOK, key, class: typeId, kind: hook.kind };
+    }
+    return undefined;
+  };
+}
+
+/** Runs a TypeScript listener or hook for the core and always answers, so it never waits forever. */
+async function answer(binding: NativeBinding, side: JsSide, event: Extract<NativeEvent, { replyId: number }>): Promise<void> {
+  let text: string;
   try {
-    const listener = listeners.get(event.id);
-    if (!listener) throw new Error(`no TypeScript listener with id ${JSON.stringify(event.id)}`);
-    const reply = toReply(await listener.behaviour.call(listener.config, event.state));
-    answer = JSON.stringify({ ok: true, reply: { ...reply, output: reply.output ?? null } });
+    if (event.kind === "listener") {
+      const listener = side.listeners.get(event.id);
+      if (!listener) throw new Error(`no TypeScript listener with id ${JSON.stringify(event.id)}`);
+      const reply = toReply(await listener.behaviour.call(listener.config, event.state));
+      text = JSON.stringify({ ok: true, reply: { ...reply, output: reply.output ?? null } });
+    } else {
+      const hook = side.hooks.get(event.key);
+      if (!hook) throw new Error(`no TypeScript hook with key ${JSON.stringify(event.key)}`);
+      await hook.behaviour[event.phase]?.(hook.config, event.progress);
+      text = JSON.stringify({ ok: true, reply: null });
+    }
   } catch (error) {
-    answer = JSON.stringify({ ok: false, message: error instanceof Error ? error.message : String(error) });
+    text = JSON.stringify({ ok: false, message: error instanceof Error ? error.message : String(error) });
   }
-  binding.reply(event.replyId, answer);
+  binding.reply(event.replyId, text);
 }
 
 async function train(config: LearnerConfig, job: Job, options: LearnOptions): Promise<StoredResult> {
   const { binding } = loadNative();
-  const jsListeners = new Map<string, { config: object; behaviour: ListenerBehaviour<object> }>();
-  for (const listener of config.listeners) {
-    const behaviour = listenerBehaviour(listener);
-    if (behaviour) jsListeners.set(listener.id, { config: listener, behaviour });
-  }
+  const side: JsSide = { listeners: new Map(), hooks: new Map() };
+  const wire = toWire(config, job.paths, standIns(side));
   // A throwing callback must not become an uncaught exception that kills the process: keep the
   // first error and raise it from learn() itself.
   let callbackError: unknown;
   const onEvent = (text: string): void => {
     try {
       const event = JSON.parse(text) as NativeEvent;
-      if (event.kind === "listener") void answerListener(binding, jsListeners, event);
+      if (event.kind === "listener" || event.kind === "hook") void answer(binding, side, event);
       else if (event.kind === "epoch") options.onEpoch?.(event.report);
       else if (event.kind === "warning") (options.onWarning ?? ((m: string) => console.warn(`xpm-torch: ${m}`)))(event.message);
       else options.onProgress?.(event.progress);
@@ -168,7 +197,6 @@ async function train(config: LearnerConfig, job: Job, options: LearnOptions): Pr
       callbackError ??= error;
     }
   };
-  const wire = toWire(config, job.paths, (c) => listenerBehaviour(c) !== undefined);
   const runId = nextRunId++;
   const stopHandlers = interruptions(binding, runId, options);
   let outcome: string;

@@ -1,17 +1,18 @@
 import { TYPE_KEY, configClassOf } from "./class.js";
 import type { GeneratedPaths } from "./identity.js";
 
-/** The type id under which the core runs listeners written in TypeScript. */
+/** The type ids under which the core runs listeners and hooks written in TypeScript. */
 export const JS_LISTENER = "xpm_torch.listeners.JsListener";
+export const JS_HOOK = "xpm_torch.hooks.JsHook";
 
-type Wire = null | boolean | number | string | Wire[] | { [key: string]: Wire };
+export type Wire = null | boolean | number | string | Wire[] | { [key: string]: Wire };
 
 /**
  * The JSON document the Rust core reads (its serde mirrors): every configuration as an object
  * whose first key is its type id, sets as arrays, unset optional values left out, and the
  * generated paths of the job filled in.
  */
-export function toWire(config: object, paths?: GeneratedPaths, implementedInJs: (config: object) => boolean = () => false): Wire {
+export function toWire(config: object, paths?: GeneratedPaths, standIn: (config: object) => Wire | undefined = () => undefined): Wire {
   const seen = new Set<object>();
   const value = (v: unknown): Wire | undefined => {
     if (v === undefined) return undefined;
@@ -24,10 +25,11 @@ export function toWire(config: object, paths?: GeneratedPaths, implementedInJs: 
     if (seen.has(config)) throw new TypeError("a configuration that contains itself cannot be sent to the core");
     seen.add(config);
     const cls = configClassOf(config);
-    if (cls && implementedInJs(config)) {
-      // The core runs it by asking the JavaScript side: it only needs the id.
+    // What is written in JavaScript goes to the core as a stand-in the core runs by asking back.
+    const replacement = standIn(config);
+    if (replacement !== undefined) {
       seen.delete(config);
-      return { [TYPE_KEY]: JS_LISTENER, id: (config as { id?: string }).id ?? "", class: cls.typeId };
+      return replacement;
     }
     const out: { [key: string]: Wire } = { [TYPE_KEY]: cls?.typeId ?? "" };
     const record = config as Record<string, unknown>;

@@ -49,6 +49,18 @@ impl JsObserver {
         }
     }
 
+    /// Sends `event`, waits for the answer and unwraps `{ok: true, reply}` / `{ok: false, message}`.
+    fn ask(&self, event: serde_json::Value, what: &str) -> Result<serde_json::Value> {
+        let text = self.request(event)?;
+        let value: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| Error::Callback(format!("{what} answered badly: {e}")))?;
+        if value["ok"] != json!(true) {
+            let message = value["message"].as_str().unwrap_or("failed");
+            return Err(Error::Callback(format!("{what}: {message}")));
+        }
+        Ok(value["reply"].clone())
+    }
+
     /// Sends `event` with a reply id and blocks until JavaScript answers through [`reply`].
     fn request(&self, mut event: serde_json::Value) -> Result<String> {
         let Some(cb) = &self.callback else {
@@ -97,14 +109,21 @@ impl Observer for JsObserver {
     }
 
     fn js_listener(&mut self, id: &str, view: &ListenerView<'_>) -> Result<JsListenerReply> {
-        let text = self.request(json!({ "kind": "listener", "id": id, "state": view }))?;
-        let value: serde_json::Value = serde_json::from_str(&text)
-            .map_err(|e| Error::Callback(format!("listener {id:?} answered badly: {e}")))?;
-        if value["ok"] == json!(false) {
-            let message = value["message"].as_str().unwrap_or("failed");
-            return Err(Error::Callback(format!("listener {id:?}: {message}")));
-        }
-        serde_json::from_value(value["reply"].clone())
-            .map_err(|e| Error::Callback(format!("listener {id:?} answered badly: {e}")))
+        let what = format!("listener {id:?}");
+        let reply = self.ask(
+            json!({ "kind": "listener", "id": id, "state": view }),
+            &what,
+        )?;
+        serde_json::from_value(reply)
+            .map_err(|e| Error::Callback(format!("{what} answered badly: {e}")))
+    }
+
+    fn js_hook(&mut self, key: &str, phase: &str, progress: StepProgress) -> Result<()> {
+        let what = format!("hook {key:?} ({phase})");
+        self.ask(
+            json!({ "kind": "hook", "key": key, "phase": phase, "progress": progress }),
+            &what,
+        )
+        .map(|_| ())
     }
 }

@@ -76,3 +76,25 @@ pub struct InverseIteratorConfig {
     /// The selection to invert.
     pub iterator: ParametersIteratorConfig,
 }
+
+/// A training hook written in JavaScript: the loop asks the JavaScript side to run it.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct JsHookConfig {
+    /// How the JavaScript side finds it.
+    pub key: String,
+    /// The hook's own type id (for messages).
+    pub class: String,
+    /// `step` (around each optimizer step) or `initialization` (around building the run).
+    pub kind: JsHookKind,
+}
+
+/// When a JavaScript hook runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JsHookKind {
+    /// Before and after each optimizer step.
+    Step,
+    /// Before and after the run is built (and restored).
+    Initialization,
+}

@@ -1,7 +1,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::tagged::config_enum;
-use super::{LayerFreezerConfig, LayerSharerConfig};
+use super::{JsHookConfig, LayerFreezerConfig, LayerSharerConfig};
 
 config_enum! {
     /// Training hooks of a trainer: its losses and structural hooks.
@@ -21,6 +21,8 @@ config_enum! {
         LayerFreezer(LayerFreezerConfig) = "xpm_torch.trainers.hooks.LayerFreezer",
         /// Makes target parameters the very tensors of source parameters.
         LayerSharer(LayerSharerConfig) = "xpm_torch.trainers.hooks.LayerSharer",
+        /// A hook written in JavaScript.
+        Js(JsHookConfig) = "xpm_torch.hooks.JsHook",
     }
 }
 

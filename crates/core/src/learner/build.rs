@@ -10,8 +10,8 @@ use super::listeners::{
 };
 use super::trainers::{EvaluationPairs, LossSet, MultipleTrainer, PairwiseLossTrainer, Trainer};
 use crate::config::{
-    DatasetConfig, LearnerConfig, ListenerConfig, LossTrainerConfig, ModelConfig, OptimizerConfig,
-    SamplerConfig, TrainerConfig, TrainingHookConfig,
+    DatasetConfig, JsHookConfig, LearnerConfig, ListenerConfig, LossTrainerConfig, ModelConfig,
+    OptimizerConfig, SamplerConfig, TrainerConfig, TrainingHookConfig,
 };
 use crate::data::{read_letor, synthetic_ltr, LtrDataset, PairwiseSampler};
 use crate::losses::{
@@ -69,7 +69,9 @@ fn loss_set(hooks: &[TrainingHookConfig], path: &str) -> Result<LossSet> {
                     output: OutputType::Real,
                 }))
             }
-            TrainingHookConfig::LayerFreezer(_) | TrainingHookConfig::LayerSharer(_) => {}
+            TrainingHookConfig::LayerFreezer(_)
+            | TrainingHookConfig::LayerSharer(_)
+            | TrainingHookConfig::Js(_) => {}
             other => return Err(unsupported(format!("{path}.hooks[{i}]"), other.type_id())),
         }
     }
@@ -284,6 +286,19 @@ fn listener(config: &ListenerConfig, i: usize) -> Result<Box<dyn Listener>> {
             last_output: serde_json::Value::Null,
         }),
     })
+}
+
+/// The trainers' hooks written in JavaScript, in declaration order.
+pub(crate) fn js_hooks(config: &LearnerConfig) -> Vec<JsHookConfig> {
+    let mut hooks = Vec::new();
+    structural_hooks(&config.trainer, "learner.trainer", &mut hooks);
+    hooks
+        .into_iter()
+        .filter_map(|(_, h)| match h {
+            TrainingHookConfig::Js(js) => Some(js.clone()),
+            _ => None,
+        })
+        .collect()
 }
 
 pub(crate) fn build(config: &LearnerConfig) -> Result<Run> {

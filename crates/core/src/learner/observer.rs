@@ -59,6 +59,15 @@ pub trait Observer {
     fn on_epoch(&mut self, _report: &EpochReport) -> Result<()> {
         Ok(())
     }
+    /// Runs phase `phase` (`before` or `after`) of the JavaScript hook `key` and waits for it.
+    ///
+    /// # Errors
+    /// [`Error::Callback`] when the hook fails or there is no JavaScript side.
+    fn js_hook(&mut self, key: &str, _phase: &str, _progress: StepProgress) -> Result<()> {
+        Err(Error::Callback(format!(
+            "hook {key:?} is written in JavaScript, but this run has no JavaScript side"
+        )))
+    }
     /// Something the user should know that does not stop the run (a skipped checkpoint, ...).
     fn warning(&mut self, _message: &str) {}
     /// Runs the JavaScript listener `id` and waits for its vote.

@@ -4,13 +4,13 @@ use std::time::Instant;
 
 use tch::{Kind, Tensor};
 
-use super::build::{build, Run};
+use super::build::{build, js_hooks, Run};
 use super::checkpoint::{
     checkpoint_dirs, load_checkpoint, model_file, save_checkpoint, save_model_dir, Progress,
 };
 use super::listeners::{ListenerStatus, ListenerView};
 use super::{EpochReport, LearnOutput, Observer, StepProgress, TrainerContext};
-use crate::config::LearnerConfig;
+use crate::config::{JsHookKind, LearnerConfig};
 use crate::{Error, Result};
 
 /// Name of the checkpoint written when a run is interrupted inside an epoch.
@@ -30,6 +30,18 @@ pub fn learn(
 ) -> Result<LearnOutput> {
     let checkpoints = config.checkpointspath.as_ref().map(PathBuf::from);
     let mut warnings = Vec::new();
+    let hooks = js_hooks(config);
+    let (init_hooks, step_hooks): (Vec<_>, Vec<_>) = hooks
+        .iter()
+        .partition(|h| h.kind == JsHookKind::Initialization);
+    let start = StepProgress {
+        epoch: 0,
+        step: 0,
+        total_steps: config.max_epochs * config.steps_per_epoch,
+    };
+    for hook in &init_hooks {
+        observer.js_hook(&hook.key, "before", start)?;
+    }
     let (mut run, progress, resumed_from) =
         resume(config, checkpoints.as_deref(), observer, &mut warnings)?;
     let mut ctx = TrainerContext::new(
@@ -38,6 +50,16 @@ pub fn learn(
     );
     ctx.step = progress.step;
     ctx.restore_metrics(&progress.partial_metrics);
+    for hook in &init_hooks {
+        observer.js_hook(
+            &hook.key,
+            "after",
+            StepProgress {
+                step: ctx.step,
+                ..start
+            },
+        )?;
+    }
     let total_steps = config.max_epochs * config.steps_per_epoch;
     let mut output = LearnOutput {
         epochs: progress.history,
@@ -73,16 +95,28 @@ pub fn learn(
                 };
                 return Err(interrupt(&run, &at, checkpoints.as_deref()));
             }
+            let before = StepProgress {
+                epoch,
+                step: ctx.step,
+                total_steps,
+            };
+            for hook in &step_hooks {
+                observer.js_hook(&hook.key, "before", before)?;
+            }
             let loss = train_step(&mut run, &mut ctx)?;
             loss_sum = Some(match loss_sum {
                 Some(sum) => sum.f_add(&loss)?,
                 None => loss,
             });
-            observer.on_step(StepProgress {
+            let after = StepProgress {
                 epoch,
                 step: ctx.step,
                 total_steps,
-            })?;
+            };
+            for hook in &step_hooks {
+                observer.js_hook(&hook.key, "after", after)?;
+            }
+            observer.on_step(after)?;
         }
         let steps_here = config.steps_per_epoch - first_step;
         first_step = 0;
