@@ -106,3 +106,24 @@ describe("surviving crashes", () => {
     expect(new Set(Object.values(header).map((t) => t.dtype))).toEqual(new Set(["F32"]));
   });
 });
+
+describe("checkpoint retention", () => {
+  it("keeps the newest checkpoint_keep epochs and each listener's best, and lists only those", async () => {
+    const { HingeLoss, Learner, LossTrainer, PairwiseSampler, SyntheticLtrDataset, TrainerValidationLoss, demoLearner, learn } =
+      await import("../ts/index.js");
+    const { existsSync, readdirSync: list } = await import("node:fs");
+    const data = (seed: number, signal_seed: number) =>
+      SyntheticLtrDataset.C({ signal_seed, seed, num_queries: 60, docs_per_query: 10, num_features: 16 });
+    const base = demoLearner({ max_epochs: 8, steps_per_epoch: 20 });
+    const trainer = LossTrainer.C({ sampler: PairwiseSampler.C({ dataset: data(1, 2026) }), batch_size: 64, hooks: [HingeLoss.C({})] });
+    const validation = TrainerValidationLoss.C({ id: "val", data: data(2, 7), batch_size: 100, trainer });
+    const config = Learner.C({ ...base, trainer, listeners: [validation], checkpoint_keep: 2 });
+    const result = await learn(config, { workspace: workspace() });
+    const best = (result.listeners.val as { loss: { epoch: number } }).loss.epoch;
+    const kept = [...new Set([7, 8, best])].sort((a, b) => a - b);
+    expect(Object.keys(result.checkpoints).map(Number).sort((a, b) => a - b)).toEqual(kept);
+    for (const path of Object.values(result.checkpoints)) expect(existsSync(path)).toBe(true);
+    const dirs = list(join(result.jobDir, "checkpoints")).filter((d) => d.startsWith("epoch-"));
+    expect(dirs.map((d) => Number(d.slice(6))).sort((a, b) => a - b)).toEqual(kept);
+  });
+});

@@ -79,7 +79,9 @@ const SPEC: Record<string, Expected> = {
     precision: "32-true", torch_fp32_precision: OPTIONAL, num_nodes: 1, devices: "auto", strategy: "auto", accelerator: "auto",
   },
 };
-const META = ["id", "checkpoint_interval", "batcher", "num_nodes", "devices", "strategy", "accelerator"];
+// Parameters of ours, after the spec's.
+const EXTENSIONS: Record<string, string[]> = { "xpm_torch.learner.Learner": ["checkpoint_keep"] };
+const META = ["id", "checkpoint_interval", "checkpoint_keep", "batcher", "num_nodes", "devices", "strategy", "accelerator"];
 
 describe("the spec's configuration classes", () => {
   const byId = new Map(registeredClasses().map((cls) => [cls.typeId, cls]));
@@ -88,7 +90,7 @@ describe("the spec's configuration classes", () => {
     const cls = byId.get(typeId);
     expect(cls, typeId).toBeDefined();
     if (!cls) return;
-    expect(Object.keys(cls.params)).toEqual(Object.keys(expected));
+    expect(Object.keys(cls.params)).toEqual([...Object.keys(expected), ...(EXTENSIONS[typeId] ?? [])]);
     for (const [name, want] of Object.entries(expected)) {
       const spec = cls.params[name]!.spec;
       if (want === GENERATED) expect(spec.kind, name).toBe("generated");

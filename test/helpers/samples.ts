@@ -129,6 +129,7 @@ export const SAMPLES: Record<string, () => object> = {
       optimizers: [parameterOptimizer(), c.ParameterOptimizer.C({ optimizer: c.SGD.C({ lr: 0.5 }) })],
       listeners: [validationLoss(), ranking("acc", 8)],
       checkpoint_interval: 3,
+      checkpoint_keep: 2,
       hooks: [c.GradientClippingHook.C({ max_norm: 1 }), c.GradientLogHook.C({})],
       fabric_config: fabric(),
     }),

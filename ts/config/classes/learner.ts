@@ -37,6 +37,9 @@ export const Learner = defineConfig(
     checkpointspath: generated("checkpoints"),
     hooks: param(list(configOf(Hook))).default([], { ignoreDefault: true }),
     fabric_config: param(configOf(FabricConfiguration)).factory(() => FabricConfiguration.C({})),
+    checkpoint_keep: meta(int((s) => s.min(1)))
+      .optional()
+      .help("Epoch checkpoints kept besides the listeners' best epochs (default: all)"),
   },
   {
     kind: "task",

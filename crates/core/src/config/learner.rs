@@ -37,6 +37,9 @@ pub struct LearnerConfig {
     pub hooks: Vec<HookConfig>,
     /// Precision and devices.
     pub fabric_config: Typed<FabricConfiguration>,
+    /// Epoch checkpoints kept besides the listeners' best epochs (None: all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint_keep: Option<u64>,
 }
 
 /// `xpm_torch.base.Random`.

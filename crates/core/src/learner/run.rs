@@ -1,3 +1,4 @@
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -146,7 +147,7 @@ pub fn learn(
         };
         let mut status = ListenerStatus::NoDecision;
         let mut stoppers = Vec::new();
-        let mut metrics = std::collections::BTreeMap::new();
+        let mut metrics = BTreeMap::new();
         run.model.set_training(false);
         for listener in &mut run.listeners {
             let call = listener.call(&view, run.model.as_ref(), &mut ctx, observer)?;
@@ -190,6 +191,12 @@ pub fn learn(
                 output
                     .checkpoints
                     .insert(epoch, model_file(&dir.join(&name)));
+                // Before saving, so that the saved state advertises only what is kept.
+                if let Some(keep) = config.checkpoint_keep {
+                    let protected: Vec<u64> =
+                        run.listeners.iter().flat_map(|l| l.best_epochs()).collect();
+                    retain_checkpoints(dir, keep, &protected, &mut output.checkpoints)?;
+                }
                 let at = Progress {
                     epoch,
                     step: ctx.step,
@@ -200,6 +207,7 @@ pub fn learn(
                     checkpoints: output.checkpoints.clone(),
                 };
                 save_checkpoint(&run, &at, &dir.join(&name))?;
+
                 output.learned_model = Some(save_model_dir(&run, &at, &dir.join("last"))?);
                 remove_superseded_interrupt(dir)?;
             }
@@ -278,6 +286,28 @@ fn interrupt(run: &Run, at: &Progress, root: Option<&Path>) -> Error {
         },
         Err(err) => err,
     }
+}
+
+/// Deletes epoch checkpoints beyond the newest `keep`, except the listeners' best epochs, and
+/// stops advertising them.
+fn retain_checkpoints(
+    root: &Path,
+    keep: u64,
+    protected: &[u64],
+    advertised: &mut BTreeMap<u64, String>,
+) -> Result<()> {
+    let epochs: Vec<u64> = advertised.keys().rev().copied().collect();
+    for epoch in epochs.into_iter().skip(keep as usize) {
+        if protected.contains(&epoch) {
+            continue;
+        }
+        let dir = root.join(format!("epoch-{epoch:08}"));
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+        }
+        advertised.remove(&epoch);
+    }
+    Ok(())
 }
 
 fn remove_superseded_interrupt(root: &Path) -> Result<()> {

@@ -77,6 +77,10 @@ impl Listener for ValidationLoss {
         json!(self.tracker.best)
     }
 
+    fn best_epochs(&self) -> Vec<u64> {
+        self.best_epoch().into_iter().collect()
+    }
+
     fn restore(&mut self, state: &serde_json::Value) -> Result<()> {
         self.tracker.restore(state)
     }

@@ -61,6 +61,10 @@ pub(crate) trait Listener: Send {
     ) -> Result<ListenerCall>;
     /// What `learn()` reports for this listener (best epochs, values, model paths).
     fn output(&self) -> serde_json::Value;
+    /// The epochs of its best values (their checkpoints are kept).
+    fn best_epochs(&self) -> Vec<u64> {
+        Vec::new()
+    }
     /// What it must remember across a resume.
     fn state(&self) -> serde_json::Value {
         serde_json::Value::Null

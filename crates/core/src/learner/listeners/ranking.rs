@@ -83,6 +83,13 @@ impl Listener for RankingValidation {
         serde_json::Value::Object(bests)
     }
 
+    fn best_epochs(&self) -> Vec<u64> {
+        self.trackers
+            .values()
+            .filter_map(|t| t.best.as_ref().map(|b| b.epoch))
+            .collect()
+    }
+
     fn state(&self) -> serde_json::Value {
         self.trackers
             .iter()
