@@ -125,5 +125,19 @@ describe("checkpoint retention", () => {
     for (const path of Object.values(result.checkpoints)) expect(existsSync(path)).toBe(true);
     const dirs = list(join(result.jobDir, "checkpoints")).filter((d) => d.startsWith("epoch-"));
     expect(dirs.map((d) => Number(d.slice(6))).sort((a, b) => a - b)).toEqual(kept);
+
+    // The output as loaders: one per kept model, each file on disk, each its own identity,
+    // and all depending on the Learner that trained them.
+    const { identifierOf } = await import("../ts/index.js");
+    const loaders = [
+      result.loaders.learned_model!,
+      ...Object.values(result.loaders.checkpoints),
+      ...Object.values(result.loaders.listeners.val ?? {}),
+    ];
+    expect(loaders).toHaveLength(1 + kept.length + 1);
+    for (const loader of loaders) expect(existsSync(loader.path)).toBe(true);
+    expect(new Set(loaders.map(identifierOf)).size).toBe(loaders.length);
+    const other = await learn(Learner.C({ ...config, max_epochs: 9 }), { workspace: workspace() });
+    expect(identifierOf(other.loaders.checkpoints["8"]!)).not.toBe(identifierOf(result.loaders.checkpoints["8"]!));
   });
 });

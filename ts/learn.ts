@@ -1,4 +1,8 @@
 import type { ConfigOf } from "./config/class.js";
+import { CheckpointSettings } from "./config/classes/learner.js";
+import { ModuleLoader } from "./config/classes/module.js";
+import { ValidationSettings } from "./config/classes/validation.js";
+import { markAsOutputOf } from "./config/identity.js";
 import type { Learner } from "./config/classes/learner.js";
 import { TYPE_KEY, configClassOf } from "./config/class.js";
 import { JS_HOOK, JS_LISTENER, type Wire, toWire } from "./config/wire.js";
@@ -46,6 +50,18 @@ export interface BestCheckpoint {
   readonly model?: string;
 }
 
+/** A loader of a saved model, marked as an output of the Learner that trained it. */
+export type ModuleLoaderConfig = ConfigOf<typeof ModuleLoader>;
+
+/** Loaders of every model the run kept (each file exists on disk). */
+export interface LearnerLoaders {
+  readonly learned_model: ModuleLoaderConfig | null;
+  /** By epoch. */
+  readonly checkpoints: Readonly<Record<string, ModuleLoaderConfig>>;
+  /** By listener id, then metric. */
+  readonly listeners: Readonly<Record<string, Readonly<Record<string, ModuleLoaderConfig>>>>;
+}
+
 /** What `learn()` resolves to: the Learner's output and the run's history. */
 export interface LearnResult {
   readonly epochs: readonly EpochReport[];
@@ -67,6 +83,8 @@ export interface LearnResult {
   readonly identifier: string;
   /** True when the job had already finished and its stored result was returned. */
   readonly cached: boolean;
+  /** Loaders of the kept models, as configurations (for evaluation tasks, exports, ...). */
+  readonly loaders: LearnerLoaders;
 }
 
 export interface LearnOptions {
@@ -93,7 +111,27 @@ type NativeEvent =
   | { kind: "warning"; message: string }
   | { kind: "listener"; replyId: number; id: string; state: ListenerState }
   | { kind: "hook"; replyId: number; key: string; phase: "before" | "after"; progress: HookState };
-type StoredResult = Omit<LearnResult, "jobDir" | "identifier" | "cached">;
+type StoredResult = Omit<LearnResult, "jobDir" | "identifier" | "cached" | "loaders">;
+
+/** The Learner's output as loaders marked as its outputs. */
+function loadersOf(config: LearnerConfig, result: StoredResult): LearnerLoaders {
+  const loader = (path: string, settings?: object) =>
+    markAsOutputOf(ModuleLoader.C({ value: config.model, path, ...(settings ? { settings: settings as never } : {}) }), config);
+  const checkpoints = Object.fromEntries(
+    Object.entries(result.checkpoints).map(([epoch, path]) => [epoch, loader(path, CheckpointSettings.C({ epoch: Number(epoch) }))]),
+  );
+  const listeners: Record<string, Record<string, ModuleLoaderConfig>> = {};
+  for (const listener of config.listeners) {
+    const output = result.listeners[listener.id];
+    if (typeof output !== "object" || output === null) continue;
+    for (const [key, best] of Object.entries(output as Record<string, unknown>)) {
+      const model = (best as { model?: unknown } | null)?.model;
+      if (typeof model !== "string") continue;
+      (listeners[listener.id] ??= {})[key] = loader(model, ValidationSettings.C({ listener, key }));
+    }
+  }
+  return { learned_model: result.learned_model === null ? null : loader(result.learned_model), checkpoints, listeners };
+}
 
 /** Parses an outcome the binding resolved with, throwing the typed error of a failed job. */
 export function unwrapOutcome<T>(json: string): T {
@@ -220,13 +258,13 @@ async function train(config: LearnerConfig, job: Job, options: LearnOptions): Pr
 export async function learn(config: LearnerConfig, options: LearnOptions = {}): Promise<LearnResult> {
   const job = jobOf(config, options.workspace ?? defaultWorkspace());
   const done = storedResult<StoredResult>(job);
-  if (done) return { ...done, jobDir: job.dir, identifier: job.identifier, cached: true };
+  if (done) return { ...done, jobDir: job.dir, identifier: job.identifier, cached: true, loaders: loadersOf(config, done) };
   const release = acquireLock(job);
   try {
     prepareJobDirectory(config, job);
     const result = await train(config, job, options);
     markDone(job, result);
-    return { ...result, jobDir: job.dir, identifier: job.identifier, cached: false };
+    return { ...result, jobDir: job.dir, identifier: job.identifier, cached: false, loaders: loadersOf(config, result) };
   } catch (error) {
     markFailed(job, error);
     throw error;

@@ -106,6 +106,12 @@ export const SAMPLES: Record<string, () => object> = {
   "xpm_torch.optim.ParameterOptimizer": parameterOptimizer,
   "xpm_torch.trainers.validation.TrainerValidationLoss": validationLoss,
   "xpm_torch.validation.ValidationSettings": () => c.ValidationSettings.C({ listener: validationLoss(), key: "loss" }),
+  "xpm_torch.module.SimpleModuleLoader": () =>
+    c.ModuleLoader.C({
+      value: c.MlpScorer.C({ input_dim: 6, hidden_dims: [5] }),
+      path: "/runs/best/model.safetensors",
+      settings: c.ValidationSettings.C({ listener: ranking("r", 3), key: "ndcg@5" }),
+    }),
   "xpm_torch.models.MlpScorer": () => c.MlpScorer.C({ input_dim: 6, hidden_dims: [5, 4] }),
   "xpm_torch.data.SyntheticLtrDataset": () => dataset(5),
   "xpm_torch.data.LetorDataset": () => c.LetorDataset.C({ id: "mslr/fold1/train", path: "/data/train.txt", num_features: 136 }),

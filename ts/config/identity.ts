@@ -5,6 +5,18 @@ import type { ParamSpec } from "./declare.js";
 
 const declarations = new WeakMap<AnyConfigClass, TypeDecl>();
 const metaMarks = new WeakMap<object, boolean>();
+const producers = new WeakMap<object, object>();
+
+/**
+ * Marks `config` as an output of the task `task` (experimaestro's `dep`): its identifier then
+ * depends on the task's.
+ */
+export function markAsOutputOf<C extends object>(config: C, task: object): C {
+  if (!configClassOf(config) || !configClassOf(task)) throw new TypeError("markAsOutputOf() takes configuration objects");
+  if (config === task) throw new TypeError("a task cannot be its own output");
+  producers.set(config, task);
+  return config;
+}
 
 /**
  * Marks a configuration as meta (`true`: left out of every identifier it appears in) or forces
@@ -82,6 +94,12 @@ export function nodeOf(config: object, memo: Map<object, ConfigNode>, paths?: Ge
     sealed: true,
   };
   memo.set(config, node);
+  const producer = producers.get(config);
+  if (producer) {
+    node.producer = nodeOf(producer, memo, paths);
+    // A submitted task's mark is itself: it changes nothing in its own identifier.
+    node.producer.submitted = true;
+  }
   const child = (c: object): TypedValue => ({ kind: "config", node: nodeOf(c, memo, paths) });
   const record = config as Record<string, unknown>;
   for (const [name, { spec }] of Object.entries(cls.params)) {

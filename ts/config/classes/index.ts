@@ -5,6 +5,7 @@ export * from "./configuration.js";
 export * from "./hooks.js";
 export * from "./learner.js";
 export * from "./losses.js";
+export * from "./module.js";
 export * from "./optim.js";
 export * from "./trainers.js";
 export * from "./validation.js";

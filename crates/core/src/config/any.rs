@@ -79,6 +79,8 @@ config_enum! {
         InverseParametersIterator(Box<InverseIteratorConfig>) = "xpm_torch.parameters.InverseParametersIterator",
         /// Validation checkpoint selector.
         ValidationSettings(ValidationSettings) = "xpm_torch.validation.ValidationSettings",
+        /// A saved model's loader.
+        ModuleLoader(ModuleLoaderConfig) = "xpm_torch.module.SimpleModuleLoader",
         /// A model.
         MlpScorer(MlpScorerConfig) = "xpm_torch.models.MlpScorer",
         /// A dataset.
