@@ -1,6 +1,7 @@
-//! Checks that the libtorch torch-sys found is the 2.11 release we are pinned to, and gives this
-//! crate's own test and bench executables an rpath to it (the rlib itself links nothing; the
-//! shipped Node addon lives in another crate and never carries a build-machine path).
+//! Checks that the libtorch torch-sys found is the 2.11 release we are pinned to, compiles the
+//! small C++ shim for what tch does not expose, and gives this crate's own test and bench
+//! executables an rpath to libtorch (the rlib itself links nothing; the shipped Node addon
+//! lives in another crate and never carries a build-machine path).
 
 use std::path::PathBuf;
 
@@ -8,10 +9,17 @@ const EXPECTED_TORCH: &str = "2.11.";
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=cpp/shim.cpp");
     let Some(lib) = std::env::var_os("DEP_TCH_LIBTORCH_LIB").map(PathBuf::from) else {
-        return;
+        panic!(
+            "torch-sys did not say where libtorch is (DEP_TCH_LIBTORCH_LIB); run `npm run setup`"
+        );
     };
-    let version_file = lib.join("..").join("version.py");
+    let root = lib
+        .parent()
+        .map(PathBuf::from)
+        .unwrap_or_else(|| lib.clone());
+    let version_file = root.join("version.py");
     if let Ok(text) = std::fs::read_to_string(&version_file) {
         let version = text
             .lines()
@@ -26,5 +34,15 @@ fn main() {
             );
         }
     }
+    cc::Build::new()
+        .cpp(true)
+        .pic(true)
+        .file("cpp/shim.cpp")
+        .include(root.join("include"))
+        .include(root.join("include/torch/csrc/api/include"))
+        .flag("-std=c++17")
+        .flag_if_supported("-Wno-unused-parameter")
+        .define("_GLIBCXX_USE_CXX11_ABI", "1")
+        .compile("xpmshim");
     println!("cargo:rustc-link-arg=-Wl,-rpath,{}", lib.display());
 }

@@ -13,5 +13,6 @@ pub mod losses;
 pub mod models;
 pub mod optim;
 pub mod rng;
+mod shim;
 
 pub use error::{Error, Result};

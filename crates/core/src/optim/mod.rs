@@ -3,6 +3,8 @@
 
 mod adam;
 mod base;
+#[cfg(test)]
+mod fixtures;
 mod scheduled;
 mod scheduler;
 mod select;

@@ -52,3 +52,26 @@ impl Optimizer for Sgd {
         copy_into(&mut [], tensors, "SGD state")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::optim::fixtures::{check_trajectory, Fixture};
+
+    #[test]
+    fn sgd_matches_pytorch() {
+        let fixture = Fixture::load();
+        let c = &fixture.cases["sgd"].config;
+        let config = SgdConfig {
+            lr: c["lr"].as_f64().unwrap(),
+            weight_decay: c["weight_decay"].as_f64().unwrap(),
+        };
+        let lr = config.lr;
+        check_trajectory(
+            &fixture,
+            "sgd",
+            |params| Box::new(Sgd::new(config.clone(), params)),
+            lr,
+        );
+    }
+}

@@ -1,0 +1,55 @@
+// The few libtorch calls tch does not expose. Every entry point catches all exceptions (a C++
+// exception must never cross `extern "C"`) and returns a malloc'ed message, or null on success.
+// Tensors arrive as tch's handles, which point to `at::Tensor` objects.
+
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/_fused_adam.h>
+#include <ATen/ops/_fused_adamw.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <vector>
+
+namespace {
+
+std::vector<at::Tensor> tensors(void* const* handles, int n) {
+  std::vector<at::Tensor> out;
+  out.reserve(n);
+  for (int i = 0; i < n; ++i) out.push_back(*static_cast<const at::Tensor*>(handles[i]));
+  return out;
+}
+
+char* message(const char* what) {
+  size_t len = std::strlen(what);
+  char* copy = static_cast<char*>(std::malloc(len + 1));
+  if (copy != nullptr) std::memcpy(copy, what, len + 1);
+  return copy;
+}
+
+}  // namespace
+
+extern "C" char* xpm_fused_adam(void* const* params, void* const* grads, void* const* exp_avgs,
+                                void* const* exp_avg_sqs, void* const* steps, int n, double lr,
+                                double beta1, double beta2, double weight_decay, double eps,
+                                int decoupled) {
+  try {
+    auto p = tensors(params, n), g = tensors(grads, n), m = tensors(exp_avgs, n),
+         v = tensors(exp_avg_sqs, n), s = tensors(steps, n);
+    const std::vector<at::Tensor> no_max_exp_avg_sqs;
+    if (decoupled != 0) {
+      at::_fused_adamw_(p, g, m, v, no_max_exp_avg_sqs, s, lr, beta1, beta2, weight_decay, eps,
+                        /*amsgrad=*/false, /*maximize=*/false);
+    } else {
+      at::_fused_adam_(p, g, m, v, no_max_exp_avg_sqs, s, lr, beta1, beta2, weight_decay, eps,
+                       /*amsgrad=*/false, /*maximize=*/false);
+    }
+    return nullptr;
+  } catch (const std::exception& e) {
+    return message(e.what());
+  } catch (...) {
+    return message("unknown C++ exception");
+  }
+}
+
+extern "C" void xpm_free_message(char* message) { std::free(message); }
