@@ -272,3 +272,19 @@ describe("hooks written in TypeScript", () => {
     await expect(learn(config, { workspace: workspace() })).rejects.toThrow('hook "0:tests.FailingHook" (after): hook gave up');
   });
 });
+
+describe("the data pipeline", () => {
+  it("gives the same batches, hence the same losses, for num_workers 0, 1 and 2", async () => {
+    const runs = await Promise.all(
+      [0, 1, 2].map((num_workers) =>
+        learn(withTrainer(demoLearner({ max_epochs: 3, steps_per_epoch: 30 }), { num_workers }), { workspace: workspace() }),
+      ),
+    );
+    const losses = runs.map((r) => r.epochs.map((e) => e.loss));
+    expect(losses[1]).toEqual(losses[0]);
+    expect(losses[2]).toEqual(losses[0]);
+    // The time the training thread waited for data is measured (0 when batches are made inline).
+    expect(runs[0]!.epochs[0]!.train["data/wait_seconds"]).toBe(0);
+    expect(runs[2]!.epochs[0]!.train["data/wait_seconds"]).toBeGreaterThanOrEqual(0);
+  });
+});

@@ -3,9 +3,11 @@
 mod letor;
 mod ltr;
 mod pairwise;
+mod prefetch;
 mod synthetic;
 
 pub use letor::*;
 pub use ltr::*;
 pub use pairwise::*;
+pub use prefetch::*;
 pub use synthetic::*;

@@ -72,6 +72,19 @@ impl PairwiseSampler {
         Ok(sampler)
     }
 
+    /// An independent sampler over the same data, at the same position (the features tensor is
+    /// shared, read-only).
+    pub fn fork(&self) -> Self {
+        PairwiseSampler {
+            features: self.features.shallow_clone(),
+            canonical: self.canonical.clone(),
+            pairs: self.pairs.clone(),
+            cursor: self.cursor,
+            pass_start: self.pass_start.clone(),
+            rng: self.rng.clone(),
+        }
+    }
+
     fn start_pass(&mut self) {
         self.pass_start = self.rng.clone();
         self.pairs.copy_from_slice(&self.canonical);

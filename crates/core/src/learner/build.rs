@@ -13,7 +13,7 @@ use crate::config::{
     DatasetConfig, JsHookConfig, LearnerConfig, ListenerConfig, LossTrainerConfig, ModelConfig,
     OptimizerConfig, SamplerConfig, TrainerConfig, TrainingHookConfig,
 };
-use crate::data::{read_letor, synthetic_ltr, LtrDataset, PairwiseSampler};
+use crate::data::{read_letor, synthetic_ltr, BatchSource, LtrDataset, PairwiseSampler};
 use crate::losses::{
     CrossEntropyLoss, HingeLoss, OutputType, PairwiseLoss, PointwiseCrossEntropyLoss,
 };
@@ -100,9 +100,15 @@ fn loss_trainer(config: &LossTrainerConfig, seed: u64, path: &str) -> Result<Box
     let SamplerConfig::Pairwise(sampler) = &config.sampler;
     let data = dataset(&sampler.dataset, &format!("{path}.sampler.dataset"))?;
     let rng = Rng::derive(seed, &format!("{path}/sampler"));
+    let sampler = PairwiseSampler::new(&data, rng, &format!("{path}.sampler"))?;
     Ok(Box::new(PairwiseLossTrainer {
-        sampler: PairwiseSampler::new(&data, rng, &format!("{path}.sampler"))?,
-        batch_size: config.batch_size as usize,
+        // `num_workers` batches are prepared ahead by one producer thread: the batches are the
+        // same whatever their number.
+        batches: BatchSource::new(
+            sampler,
+            config.batch_size as usize,
+            config.num_workers as usize,
+        ),
         losses: loss_set(&config.hooks, path)?,
     }))
 }

@@ -1,7 +1,7 @@
 use tch::{Kind, Tensor};
 
 use super::Trainer;
-use crate::data::{LtrDataset, PairwiseSampler, PreferencePair};
+use crate::data::{BatchSource, LtrDataset, PreferencePair};
 use crate::learner::TrainerContext;
 use crate::losses::PairwiseLoss;
 use crate::models::Model;
@@ -111,14 +111,17 @@ fn gather(features: &Tensor, pairs: &[PreferencePair]) -> Result<(Tensor, Tensor
 
 /// `LossTrainer` over preference pairs: the batch's losses, normalised by its pair count.
 pub(crate) struct PairwiseLossTrainer {
-    pub sampler: PairwiseSampler,
-    pub batch_size: usize,
+    pub batches: BatchSource,
     pub losses: LossSet,
 }
 
 impl Trainer for PairwiseLossTrainer {
     fn process_step(&mut self, model: &dyn Model, ctx: &mut TrainerContext) -> Result<Tensor> {
-        let batch = self.sampler.next_batch(self.batch_size)?;
+        let batch = self.batches.next_batch()?;
+        ctx.add_value(
+            "data/wait_seconds",
+            self.batches.take_waited().as_secs_f64(),
+        )?;
         let count = batch.len();
         let positive = model.forward(&batch.positive)?;
         let negative = model.forward(&batch.negative)?;
@@ -135,12 +138,12 @@ impl Trainer for PairwiseLossTrainer {
     }
 
     fn state(&self) -> serde_json::Value {
-        serde_json::json!({ "sampler": self.sampler.position() })
+        serde_json::json!({ "sampler": self.batches.position() })
     }
 
     fn restore(&mut self, state: &serde_json::Value) -> Result<()> {
         let position = serde_json::from_value(state["sampler"].clone())
             .map_err(|e| crate::Error::checkpoint("trainer state", e.to_string()))?;
-        self.sampler.restore(position, "learner.trainer.sampler")
+        self.batches.restore(position, "learner.trainer.sampler")
     }
 }
