@@ -92,18 +92,16 @@ impl Optimizer for Adam {
         &self.params
     }
 
-    fn state(&self) -> (Vec<Tensor>, u64) {
-        let tensors = self
-            .exp_avg
+    fn state(&self) -> Vec<Tensor> {
+        self.exp_avg
             .iter()
             .chain(&self.exp_avg_sq)
             .chain(&self.steps)
             .map(Tensor::shallow_clone)
-            .collect();
-        (tensors, 0)
+            .collect()
     }
 
-    fn restore(&mut self, tensors: Vec<Tensor>, _steps: u64) -> Result<()> {
+    fn restore(&mut self, tensors: Vec<Tensor>) -> Result<()> {
         let mut live: Vec<Tensor> = self
             .exp_avg
             .iter()
@@ -180,13 +178,13 @@ mod tests {
             fixture.set_grads(&a_params, step);
             a.step(0.01).unwrap();
         }
-        let (saved, _) = a.state();
+        let saved = a.state();
         let saved: Vec<Tensor> = saved.iter().map(|t| t.copy()).collect();
         let (b_params, mut b) = make();
         for (p, q) in b_params.iter().zip(&a_params) {
             tch::no_grad(|| p.shallow_clone().copy_(q));
         }
-        b.restore(saved, 0).unwrap();
+        b.restore(saved).unwrap();
         for step in 2..5 {
             fixture.set_grads(&a_params, step);
             fixture.set_grads(&b_params, step);

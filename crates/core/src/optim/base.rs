@@ -16,15 +16,15 @@ pub trait Optimizer: Send {
     /// The optimized parameters.
     fn parameters(&self) -> &[Tensor];
 
-    /// Everything the optimizer carries from step to step: its tensors (moments, ...) in a
-    /// fixed order, and its step count.
-    fn state(&self) -> (Vec<Tensor>, u64);
+    /// Everything the optimizer carries from step to step (moments, step counters, ...), in a
+    /// fixed order.
+    fn state(&self) -> Vec<Tensor>;
 
     /// Continues from a saved [`Optimizer::state`].
     ///
     /// # Errors
     /// A libtorch error, or [`crate::Error::Checkpoint`] when the tensors do not fit.
-    fn restore(&mut self, tensors: Vec<Tensor>, steps: u64) -> Result<()>;
+    fn restore(&mut self, tensors: Vec<Tensor>) -> Result<()>;
 }
 
 /// Copies saved tensors into live ones after checking that they fit.

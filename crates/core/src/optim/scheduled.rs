@@ -58,7 +58,7 @@ impl Optimizers {
     }
 
     /// The state of every optimizer (tensors and step count) and the schedules' step.
-    pub fn state(&self) -> (Vec<(Vec<Tensor>, u64)>, u64) {
+    pub fn state(&self) -> (Vec<Vec<Tensor>>, u64) {
         (
             self.entries.iter().map(|e| e.optimizer.state()).collect(),
             self.steps,
@@ -69,7 +69,7 @@ impl Optimizers {
     ///
     /// # Errors
     /// [`crate::Error::Checkpoint`] when it does not fit these optimizers; a libtorch error.
-    pub fn restore(&mut self, saved: Vec<(Vec<Tensor>, u64)>, steps: u64) -> Result<()> {
+    pub fn restore(&mut self, saved: Vec<Vec<Tensor>>, steps: u64) -> Result<()> {
         if saved.len() != self.entries.len() {
             return Err(crate::Error::checkpoint(
                 "optimizers",
@@ -80,8 +80,8 @@ impl Optimizers {
                 ),
             ));
         }
-        for (entry, (tensors, n)) in self.entries.iter_mut().zip(saved) {
-            entry.optimizer.restore(tensors, n)?;
+        for (entry, tensors) in self.entries.iter_mut().zip(saved) {
+            entry.optimizer.restore(tensors)?;
         }
         self.steps = steps;
         Ok(())

@@ -44,11 +44,11 @@ impl Optimizer for Sgd {
         &self.params
     }
 
-    fn state(&self) -> (Vec<Tensor>, u64) {
-        (Vec::new(), 0)
+    fn state(&self) -> Vec<Tensor> {
+        Vec::new()
     }
 
-    fn restore(&mut self, tensors: Vec<Tensor>, _steps: u64) -> Result<()> {
+    fn restore(&mut self, tensors: Vec<Tensor>) -> Result<()> {
         copy_into(&mut [], tensors, "SGD state")
     }
 }

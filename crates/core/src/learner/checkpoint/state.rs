@@ -33,7 +33,6 @@ pub(crate) struct Progress {
 struct StateFile {
     format: u32,
     progress: Progress,
-    optimizer_steps: Vec<u64>,
     schedule_steps: u64,
     optimizer_tensors: Vec<usize>,
     trainer: serde_json::Value,
@@ -54,10 +53,8 @@ pub(crate) fn save_checkpoint(run: &Run, progress: &Progress, dest: &Path) -> Re
     let (optimizers, schedule_steps) = run.optimizers.state();
     let mut tensors: Vec<(String, Tensor)> = Vec::new();
     let mut counts = Vec::new();
-    let mut steps = Vec::new();
-    for (i, (ts, n)) in optimizers.into_iter().enumerate() {
+    for (i, ts) in optimizers.into_iter().enumerate() {
         counts.push(ts.len());
-        steps.push(n);
         for (j, t) in ts.into_iter().enumerate() {
             tensors.push((format!("{i}.{j}"), t));
         }
@@ -65,7 +62,6 @@ pub(crate) fn save_checkpoint(run: &Run, progress: &Progress, dest: &Path) -> Re
     let state = StateFile {
         format: FORMAT,
         progress: progress.clone(),
-        optimizer_steps: steps,
         schedule_steps,
         optimizer_tensors: counts,
         trainer: run.trainer.state(),
@@ -144,12 +140,7 @@ pub(crate) fn load_checkpoint(run: &mut Run, dir: &Path) -> Result<Progress> {
         BTreeMap::new()
     };
     let mut optimizers = Vec::with_capacity(state.optimizer_tensors.len());
-    for (i, (count, steps)) in state
-        .optimizer_tensors
-        .iter()
-        .zip(&state.optimizer_steps)
-        .enumerate()
-    {
+    for (i, count) in state.optimizer_tensors.iter().enumerate() {
         let ts = (0..*count)
             .map(|j| {
                 tensors.remove(&format!("{i}.{j}")).ok_or_else(|| {
@@ -157,7 +148,7 @@ pub(crate) fn load_checkpoint(run: &mut Run, dir: &Path) -> Result<Progress> {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        optimizers.push((ts, *steps));
+        optimizers.push(ts);
     }
     run.optimizers.restore(optimizers, state.schedule_steps)?;
     run.trainer.restore(&state.trainer)?;
