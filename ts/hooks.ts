@@ -1,4 +1,4 @@
-import { type ClassOptions, type Config, type ConfigClass, configClassOf, defineConfig } from "./config/class.js";
+import { type ClassOptions, type Config, type ConfigClass, defineConfig, lookupByClass } from "./config/class.js";
 import { InitializationTrainingHook, StepTrainingHook } from "./config/classes/hooks.js";
 import type { Params, ValuesOf } from "./config/declare.js";
 
@@ -40,9 +40,5 @@ export function defineHook<const Id extends string, P extends Params>(
 
 /** The TypeScript behaviour of a hook configuration, if it has one. */
 export function hookBehaviour(config: object): HookBehaviour<object> | undefined {
-  for (let c = configClassOf(config); c; c = c.parent) {
-    const b = behaviours.get(c);
-    if (b) return b as unknown as HookBehaviour<object>;
-  }
-  return undefined;
+  return lookupByClass(behaviours, config) as HookBehaviour<object> | undefined;
 }

@@ -1,4 +1,4 @@
-import { type ClassOptions, type ConfigClass, configClassOf, defineConfig } from "./config/class.js";
+import { type ClassOptions, type ConfigClass, defineConfig, lookupByClass } from "./config/class.js";
 import { LearnerListener } from "./config/classes/learner.js";
 import type { Params, ValuesOf } from "./config/declare.js";
 import type { Config } from "./config/class.js";
@@ -53,12 +53,7 @@ export function defineListener<const Id extends string, P extends Params>(
 
 /** The TypeScript behaviour of a listener configuration, if it has one. */
 export function listenerBehaviour(config: object): ListenerBehaviour<object> | undefined {
-  const cls = configClassOf(config);
-  for (let c = cls; c; c = c.parent) {
-    const b = behaviours.get(c);
-    if (b) return b as unknown as ListenerBehaviour<object>;
-  }
-  return undefined;
+  return lookupByClass(behaviours, config) as ListenerBehaviour<object> | undefined;
 }
 
 /** Normalises what a behaviour returned. */

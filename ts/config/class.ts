@@ -77,6 +77,15 @@ export function registeredClasses(): AnyConfigClass[] {
   return [...classesById.values()];
 }
 
+/** What `table` holds for the class of `config` or its nearest ancestor. */
+export function lookupByClass<T>(table: WeakMap<object, T>, config: object): T | undefined {
+  for (let c = configClassOf(config); c; c = c.parent) {
+    const found = table.get(c);
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}
+
 export function isSubclass(cls: AnyConfigClass, ancestor: AnyConfigClass): boolean {
   for (let c: AnyConfigClass | undefined = cls; c; c = c.parent) if (c === ancestor) return true;
   return false;

@@ -30,6 +30,8 @@ pub(crate) struct Run {
     pub optimizers: Optimizers,
     pub gradient_hooks: Vec<GradientHook>,
     pub listeners: Vec<Box<dyn Listener>>,
+    /// The metric of each optimizer's learning rate, made once rather than every step.
+    pub lr_metrics: Vec<String>,
 }
 
 /// A configuration this core can read but not run yet.
@@ -81,7 +83,7 @@ fn loss_set(hooks: &[TrainingHookConfig], path: &str) -> Result<LossSet> {
             "a LossTrainer needs at least one loss among its hooks",
         ));
     }
-    Ok(LossSet { losses })
+    Ok(LossSet::new(losses))
 }
 
 fn loss_trainer(config: &LossTrainerConfig, seed: u64, path: &str) -> Result<Box<dyn Trainer>> {
@@ -331,11 +333,15 @@ pub(crate) fn build(config: &LearnerConfig) -> Result<Run> {
         .enumerate()
         .map(|(i, l)| listener(l, i))
         .collect::<Result<Vec<_>>>()?;
+    let lr_metrics = (1..=config.optimizers.len())
+        .map(|i| format!("gradient/scheduler/{i}/1"))
+        .collect();
     Ok(Run {
         model,
         trainer,
         optimizers,
         gradient_hooks,
         listeners,
+        lr_metrics,
     })
 }

@@ -14,8 +14,6 @@ pub struct TrainerContext {
     pub epoch: u64,
     /// Optimizer steps taken so far.
     pub step: u64,
-    /// Steps per epoch.
-    pub steps_per_epoch: u64,
     metrics: Metrics,
     scopes: Vec<String>,
     writer: Option<EventWriter>,
@@ -24,11 +22,10 @@ pub struct TrainerContext {
 
 impl TrainerContext {
     /// A context before the first epoch; TensorBoard logs go to `logdir` when given.
-    pub fn new(steps_per_epoch: u64, logdir: Option<PathBuf>) -> Self {
+    pub fn new(logdir: Option<PathBuf>) -> Self {
         TrainerContext {
             epoch: 0,
             step: 0,
-            steps_per_epoch,
             metrics: Metrics::default(),
             scopes: Vec::new(),
             writer: None,

@@ -144,7 +144,7 @@ mod tests {
     fn clipping_scales_the_global_norm_down_to_max_norm() {
         // Gradients [3, 4] and [12]: global norm 13.
         let params = [param_with_grad(&[3.0, 4.0]), param_with_grad(&[12.0])];
-        let mut ctx = TrainerContext::new(1, None);
+        let mut ctx = TrainerContext::new(None);
         GradientHook::Clip { max_norm: 6.5 }
             .apply(&params, &mut ctx)
             .unwrap();
@@ -161,7 +161,7 @@ mod tests {
     #[test]
     fn non_finite_gradients_are_an_error_naming_the_step() {
         let params = [param_with_grad(&[f32::NAN, 1.0])];
-        let mut ctx = TrainerContext::new(1, None);
+        let mut ctx = TrainerContext::new(None);
         ctx.step = 41;
         let err = GradientHook::Clip { max_norm: 1.0 }
             .apply(&params, &mut ctx)

@@ -45,10 +45,7 @@ pub fn learn(
     }
     let (mut run, progress, resumed_from) =
         resume(config, checkpoints.as_deref(), observer, &mut warnings)?;
-    let mut ctx = TrainerContext::new(
-        config.steps_per_epoch,
-        config.logpath.as_ref().map(PathBuf::from),
-    );
+    let mut ctx = TrainerContext::new(config.logpath.as_ref().map(PathBuf::from));
     ctx.step = progress.step;
     ctx.restore_metrics(&progress.partial_metrics);
     for hook in &init_hooks {
@@ -334,8 +331,8 @@ fn train_step(run: &mut Run, ctx: &mut TrainerContext) -> Result<Tensor> {
         }
     }
     let rates = run.optimizers.step()?;
-    for (i, lr) in rates.iter().enumerate() {
-        ctx.add_value(&format!("gradient/scheduler/{}/1", i + 1), *lr)?;
+    for (key, lr) in run.lr_metrics.iter().zip(rates) {
+        ctx.add_value(key, lr)?;
     }
     ctx.step += 1;
     Ok(loss)

@@ -3,7 +3,7 @@ use std::collections::BTreeMap;
 use serde_json::json;
 
 use super::best::{BestTracker, ValidationSchedule};
-use super::{Listener, ListenerCall, ListenerStatus, ListenerView};
+use super::{Listener, ListenerCall, ListenerView};
 use crate::learner::trainers::{EvaluationPairs, LossSet};
 use crate::learner::{Observer, TrainerContext};
 use crate::models::Model;
@@ -34,30 +34,19 @@ impl Listener for ValidationLoss {
         &mut self,
         view: &ListenerView<'_>,
         model: &dyn Model,
-        ctx: &mut TrainerContext,
+        _: &mut TrainerContext,
         _: &mut dyn Observer,
     ) -> Result<ListenerCall> {
         let epoch = view.epoch;
         if self.schedule.stopped_before(self.best_epoch(), epoch) {
-            return Ok(ListenerCall {
-                status: ListenerStatus::Stop,
-                metrics: BTreeMap::new(),
-            });
+            return Ok(ListenerCall::stop());
         }
         let mut logged = BTreeMap::new();
         if self.schedule.due(epoch) {
-            let prefix = format!("{}/loss/", self.id);
-            let mut scratch = TrainerContext::new(ctx.steps_per_epoch, None);
-            let total =
+            let (total, metrics) =
                 self.losses
-                    .evaluate(model, &self.data, self.batch_size, &mut scratch, &prefix)?;
-            logged = scratch.take_metrics()?;
-            // With several losses the weighted sum is logged as `<id>/loss`, as the reference does.
-            if let Some(sum) = logged.keys().find(|k| k.contains('+')).cloned() {
-                if let Some(v) = logged.remove(&sum) {
-                    logged.insert(format!("{}/loss", self.id), v);
-                }
-            }
+                    .evaluate(model, &self.data, self.batch_size, &self.id)?;
+            logged = metrics;
             if self.schedule.tracks(epoch) {
                 self.tracker.observe(epoch, total, model)?;
             }

@@ -50,6 +50,16 @@ pub(crate) struct ListenerCall {
     pub metrics: BTreeMap<String, f64>,
 }
 
+impl ListenerCall {
+    /// STOP, having measured nothing.
+    pub fn stop() -> Self {
+        ListenerCall {
+            status: ListenerStatus::Stop,
+            metrics: BTreeMap::new(),
+        }
+    }
+}
+
 pub(crate) trait Listener: Send {
     fn id(&self) -> &str;
     fn call(

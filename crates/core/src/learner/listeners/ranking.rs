@@ -5,7 +5,7 @@ use serde_json::json;
 use tch::Tensor;
 
 use super::best::{BestTracker, Direction, ValidationSchedule};
-use super::{Listener, ListenerCall, ListenerStatus, ListenerView, RankMetric};
+use super::{Listener, ListenerCall, ListenerView, RankMetric};
 use crate::data::LtrDataset;
 use crate::learner::{Observer, TrainerContext};
 use crate::models::Model;
@@ -46,10 +46,7 @@ impl Listener for RankingValidation {
     ) -> Result<ListenerCall> {
         let epoch = view.epoch;
         if self.schedule.stopped_before(self.best_epoch(), epoch) {
-            return Ok(ListenerCall {
-                status: ListenerStatus::Stop,
-                metrics: BTreeMap::new(),
-            });
+            return Ok(ListenerCall::stop());
         }
         let mut logged = BTreeMap::new();
         if self.schedule.due(epoch) {

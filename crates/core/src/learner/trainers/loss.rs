@@ -2,14 +2,18 @@ use tch::{Kind, Tensor};
 
 use super::Trainer;
 use crate::data::{BatchSource, LtrDataset, PreferencePair};
-use crate::learner::TrainerContext;
+use std::collections::BTreeMap;
+
+use crate::learner::{Metrics, TrainerContext};
 use crate::losses::PairwiseLoss;
 use crate::models::Model;
 use crate::Result;
 
 /// The losses of a trainer, computed together.
 pub(crate) struct LossSet {
-    pub losses: Vec<Box<dyn PairwiseLoss>>,
+    losses: Vec<Box<dyn PairwiseLoss>>,
+    /// The metric of the weighted sum: the sorted loss names joined by `+`.
+    total_name: String,
 }
 
 /// Sums of one batch: the weighted total and each loss's own sum.
@@ -19,6 +23,13 @@ pub(crate) struct LossSums {
 }
 
 impl LossSet {
+    pub fn new(losses: Vec<Box<dyn PairwiseLoss>>) -> Self {
+        let mut names: Vec<&str> = losses.iter().map(|l| l.name()).collect();
+        names.sort_unstable();
+        let total_name = names.join("+");
+        LossSet { losses, total_name }
+    }
+
     pub fn sums(&self, positive: &Tensor, negative: &Tensor) -> Result<LossSums> {
         let mut weighted: Option<Tensor> = None;
         let mut each = Vec::with_capacity(self.losses.len());
@@ -38,51 +49,51 @@ impl LossSet {
         Ok(LossSums { weighted, each })
     }
 
-    /// Records each loss under its name and, with two or more, their weighted sum under the
-    /// sorted names joined by `+`.
-    pub fn record(
+    /// Hands each loss's sum to `add` with its name, then, with two or more losses, their
+    /// weighted sum with `None` (the reference logs it only then).
+    fn visit(
         &self,
         sums: &LossSums,
-        count: i64,
-        ctx: &mut TrainerContext,
-        prefix: &str,
+        mut add: impl FnMut(Option<&str>, &Tensor) -> Result<()>,
     ) -> Result<()> {
         for (loss, sum) in self.losses.iter().zip(&sums.each) {
-            ctx.add_metric(&format!("{prefix}{}", loss.name()), sum, count)?;
+            add(Some(loss.name()), sum)?;
         }
         if self.losses.len() >= 2 {
-            let mut names: Vec<&str> = self.losses.iter().map(|l| l.name()).collect();
-            names.sort_unstable();
-            ctx.add_metric(
-                &format!("{prefix}{}", names.join("+")),
-                &sums.weighted,
-                count,
-            )?;
+            add(None, &sums.weighted)?;
         }
         Ok(())
     }
 
-    /// Mean weighted loss of `model` over every preference pair of `data`, in chunks.
+    /// Mean weighted loss of `model` over every preference pair of `data`, in chunks, and the
+    /// metrics of a validation listener `id`: `<id>/loss/<name>` and, with several losses,
+    /// `<id>/loss`.
     pub fn evaluate(
         &self,
         model: &dyn Model,
         data: &EvaluationPairs,
         chunk: usize,
-        ctx: &mut TrainerContext,
-        prefix: &str,
-    ) -> Result<f64> {
+        id: &str,
+    ) -> Result<(f64, BTreeMap<String, f64>)> {
         let _no_grad = tch::no_grad_guard();
+        let mut metrics = Metrics::default();
         let mut total = 0.0;
         let mut count = 0i64;
         for pairs in data.pairs.chunks(chunk.max(1)) {
             let (pos, neg) = gather(&data.features, pairs)?;
             let sums = self.sums(&model.forward(&pos)?, &model.forward(&neg)?)?;
             let n = pairs.len() as i64;
-            self.record(&sums, n, ctx, prefix)?;
+            self.visit(&sums, |name, sum| {
+                let key = match name {
+                    Some(name) => format!("{id}/loss/{name}"),
+                    None => format!("{id}/loss"),
+                };
+                metrics.add(&key, sum, n)
+            })?;
             total += sums.weighted.f_double_value(&[])?;
             count += n;
         }
-        Ok(total / count.max(1) as f64)
+        Ok((total / count.max(1) as f64, metrics.means()?))
     }
 }
 
@@ -126,7 +137,10 @@ impl Trainer for PairwiseLossTrainer {
         let positive = model.forward(&batch.positive)?;
         let negative = model.forward(&batch.negative)?;
         let sums = self.losses.sums(&positive, &negative)?;
-        self.losses.record(&sums, count, ctx, "")?;
+        let total_name = &self.losses.total_name;
+        self.losses.visit(&sums, |name, sum| {
+            ctx.add_metric(name.unwrap_or(total_name), sum, count)
+        })?;
         let correct = positive
             .f_gt_tensor(&negative)?
             .f_to_kind(Kind::Double)?
