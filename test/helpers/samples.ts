@@ -14,6 +14,8 @@ const ranking = (id: string, seed: number) =>
     validation_interval: 2,
     early_stop: 4,
   });
+const synthetic = () =>
+  c.SyntheticTokenTriplets.C({ seed: 4, num_triplets: 50, vocab_size: 300, query_length: 3, min_length: 5, max_length: 20 });
 const hinge = () => c.HingeLoss.C({ weight: 0.5, margin: 2 });
 const probes = () =>
   c.BatchDimsProvider.C({
@@ -116,6 +118,11 @@ export const SAMPLES: Record<string, () => object> = {
   "xpm_torch.data.SyntheticLtrDataset": () => dataset(5),
   "xpm_torch.data.LetorDataset": () => c.LetorDataset.C({ id: "mslr/fold1/train", path: "/data/train.txt", num_features: 136 }),
   "xpm_torch.samplers.PairwiseSampler": () => c.PairwiseSampler.C({ dataset: dataset(6) }),
+  "xpm_torch.samplers.PointwiseSampler": () => c.PointwiseSampler.C({ dataset: dataset(10) }),
+  "xpm_torch.samplers.BatchwiseSampler": () => c.BatchwiseSampler.C({ dataset: dataset(11), group_size: 3 }),
+  "xpm_torch.data.TokenTripletFile": () => c.TokenTripletFile.C({ id: "msmarco/triples", path: "/data/t.tsv", format: "tsv" }),
+  "xpm_torch.data.SyntheticTokenTriplets": synthetic,
+  "xpm_torch.samplers.TokenTripletSampler": () => c.TokenTripletSampler.C({ triplets: synthetic() }),
   "xpm_torch.listeners.RankingValidationListener": () => ranking("rank", 7),
   "xpm_torch.parameters.RegexParametersIterator": () => c.RegexParametersIterator.C({ regex: "layers\\.0\\..*", negative_regex: ".*bias" }),
   "xpm_torch.parameters.InverseParametersIterator": () => c.InverseParametersIterator.C({ iterator: c.RegexParametersIterator.C({ regex: "x" }) }),

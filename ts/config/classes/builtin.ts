@@ -51,6 +51,74 @@ export const PairwiseSampler = defineConfig(
   { extends: Sampler },
 );
 
+/** Every document of a dataset with its relevance (grade / top grade): pointwise records. */
+export const PointwiseSampler = defineConfig(
+  "xpm_torch.samplers.PointwiseSampler",
+  { dataset: param(configOf(SyntheticLtrDataset, LetorDataset)) },
+  { extends: Sampler },
+);
+
+/**
+ * Batchwise records: per query, a group of `group_size` documents — one of its best, then others
+ * drawn at random — scored together (for SoftmaxCrossEntropy and the batchwise CrossEntropyLoss).
+ */
+export const BatchwiseSampler = defineConfig(
+  "xpm_torch.samplers.BatchwiseSampler",
+  {
+    dataset: param(configOf(SyntheticLtrDataset, LetorDataset)),
+    group_size: param(int((s) => s.min(2))).default(8, { ignoreDefault: true }).help("Documents per query group"),
+  },
+  { extends: Sampler },
+);
+
+/** Token-id triplets: a source of (query, positive, negative) sequences for sequence models. */
+export const TokenTriplets = defineConfig("xpm_torch.data.TokenTriplets", {}, { abstract: true });
+
+/**
+ * A file of token-id triplets: TSV (`query<TAB>positive<TAB>negative`, ids separated by spaces)
+ * or JSONL (`{"query": [..], "positive": [..], "negative": [..]}`). Id 0 is padding.
+ */
+export const TokenTripletFile = defineConfig(
+  "xpm_torch.data.TokenTripletFile",
+  {
+    id: param(str((s) => s.min(1))).help("What the data is: paths never enter identifiers"),
+    path: meta(path()).help("The file"),
+    format: param(str((s) => s.regex(/^(tsv|jsonl)$/))).optional().help("tsv or jsonl (default: the file's extension)"),
+  },
+  { extends: TokenTriplets },
+);
+
+/**
+ * Token-id triplets with a planted signal: the positive document holds more of the query's
+ * tokens than the negative one; document lengths vary between `min_length` and `max_length`.
+ */
+export const SyntheticTokenTriplets = defineConfig(
+  "xpm_torch.data.SyntheticTokenTriplets",
+  {
+    seed: param(int((s) => s.min(0))),
+    num_triplets: param(int((s) => s.min(1))),
+    vocab_size: param(int((s) => s.min(16))).default(1000, { ignoreDefault: true }),
+    query_length: param(int((s) => s.min(1))).default(4, { ignoreDefault: true }),
+    min_length: param(int((s) => s.min(1))).default(16, { ignoreDefault: true }),
+    max_length: param(int((s) => s.min(1))).default(128, { ignoreDefault: true }),
+  },
+  {
+    extends: TokenTriplets,
+    validate(v, issue) {
+      if (v.query_length * 4 > v.vocab_size) issue("query_length", "must be at most vocab_size / 4");
+      if (v.min_length < v.query_length) issue("min_length", "must be at least query_length");
+      if (v.max_length < v.min_length) issue("max_length", "must be at least min_length");
+    },
+  },
+);
+
+/** (query, positive, negative) token-id triplets in a fresh random order each pass. */
+export const TokenTripletSampler = defineConfig(
+  "xpm_torch.samplers.TokenTripletSampler",
+  { triplets: param(configOf(TokenTriplets)) },
+  { extends: Sampler },
+);
+
 /** Metric names a {@link RankingValidationListener} understands. */
 export const RANK_METRIC = /^(pairwise_accuracy|mrr|ndcg(@[1-9][0-9]*)?)$/;
 

@@ -89,5 +89,15 @@ config_enum! {
         LetorDataset(LetorDatasetConfig) = "xpm_torch.data.LetorDataset",
         /// A sampler.
         PairwiseSampler(PairwiseSamplerConfig) = "xpm_torch.samplers.PairwiseSampler",
+        /// A sampler.
+        PointwiseSampler(PairwiseSamplerConfig) = "xpm_torch.samplers.PointwiseSampler",
+        /// A sampler.
+        BatchwiseSampler(BatchwiseSamplerConfig) = "xpm_torch.samplers.BatchwiseSampler",
+        /// A sampler.
+        TokenTripletSampler(TokenTripletSamplerConfig) = "xpm_torch.samplers.TokenTripletSampler",
+        /// Triplets.
+        TokenTripletFile(TripletFileConfig) = "xpm_torch.data.TokenTripletFile",
+        /// Triplets.
+        SyntheticTokenTriplets(SyntheticTripletsConfig) = "xpm_torch.data.SyntheticTokenTriplets",
     }
 }

@@ -10,7 +10,73 @@ config_enum! {
     pub enum SamplerConfig {
         /// `xpm_torch.samplers.PairwiseSampler`.
         Pairwise(PairwiseSamplerConfig) = "xpm_torch.samplers.PairwiseSampler",
+        /// `xpm_torch.samplers.PointwiseSampler`.
+        Pointwise(PairwiseSamplerConfig) = "xpm_torch.samplers.PointwiseSampler",
+        /// `xpm_torch.samplers.BatchwiseSampler`.
+        Batchwise(BatchwiseSamplerConfig) = "xpm_torch.samplers.BatchwiseSampler",
+        /// `xpm_torch.samplers.TokenTripletSampler`.
+        TokenTriplets(TokenTripletSamplerConfig) = "xpm_torch.samplers.TokenTripletSampler",
     }
+}
+
+/// Groups of documents per query (batchwise records).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct BatchwiseSamplerConfig {
+    /// The documents and their grades.
+    pub dataset: DatasetConfig,
+    /// Documents per group: one of the query's best, then others.
+    pub group_size: u64,
+}
+
+/// (query, positive, negative) token-id triplets.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenTripletSamplerConfig {
+    /// Where the triplets come from.
+    pub triplets: TripletsConfig,
+}
+
+config_enum! {
+    /// Sources of token-id triplets.
+    #[derive(Debug, Clone, PartialEq)]
+    pub enum TripletsConfig {
+        /// `xpm_torch.data.TokenTripletFile`.
+        File(TripletFileConfig) = "xpm_torch.data.TokenTripletFile",
+        /// `xpm_torch.data.SyntheticTokenTriplets`.
+        Synthetic(SyntheticTripletsConfig) = "xpm_torch.data.SyntheticTokenTriplets",
+    }
+}
+
+/// A TSV or JSONL file of token-id triplets.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TripletFileConfig {
+    /// What the data is (its identity: paths never enter identifiers).
+    pub id: String,
+    /// The file.
+    pub path: String,
+    /// `tsv` or `jsonl`; when absent, the file's extension.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<String>,
+}
+
+/// Token-id triplets with a planted signal and variable lengths.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SyntheticTripletsConfig {
+    /// Seed of the triplets.
+    pub seed: u64,
+    /// Number of triplets.
+    pub num_triplets: u64,
+    /// Token ids are below this (0 is padding).
+    pub vocab_size: u64,
+    /// Longest query.
+    pub query_length: u64,
+    /// Shortest document.
+    pub min_length: u64,
+    /// Longest document.
+    pub max_length: u64,
 }
 
 /// Yields (query, preferred document, other document) triplets from graded relevance.

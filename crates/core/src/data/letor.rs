@@ -40,25 +40,38 @@ pub struct LetorData {
 /// [`Error::Io`] if the file cannot be read, otherwise as [`parse_letor`] (invalid UTF-8 is
 /// reported at its line and column).
 pub fn read_letor(path: &Path, num_features: Option<usize>) -> Result<LetorData> {
+    let (text, file) = read_utf8(path)?;
+    parse_letor(&text, &file, num_features)
+}
+
+/// The text of the file at `path` and its name for messages.
+///
+/// # Errors
+/// [`Error::Io`] if it cannot be read, [`Error::Data`] at the line and column of invalid UTF-8.
+pub(crate) fn read_utf8(path: &Path) -> Result<(String, String)> {
     let bytes = std::fs::read(path).map_err(|err| Error::io(path, err))?;
     let file = path.display().to_string();
-    let text = std::str::from_utf8(&bytes).map_err(|err| {
-        let valid = &bytes[..err.valid_up_to()];
-        let line_start = valid.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-        let line = valid.iter().filter(|&&b| b == b'\n').count() + 1;
-        // the valid prefix of the line is UTF-8, so its characters can be counted
-        let column = String::from_utf8_lossy(&valid[line_start..])
-            .chars()
-            .count()
-            + 1;
-        Error::Data {
-            file: file.clone(),
-            line,
-            column,
-            message: "invalid UTF-8".to_string(),
+    match String::from_utf8(bytes) {
+        Ok(text) => Ok((text, file)),
+        Err(err) => {
+            let utf8 = err.utf8_error();
+            let bytes = err.as_bytes();
+            let valid = &bytes[..utf8.valid_up_to()];
+            let line_start = valid.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+            let line = valid.iter().filter(|&&b| b == b'\n').count() + 1;
+            // the valid prefix of the line is UTF-8, so its characters can be counted
+            let column = String::from_utf8_lossy(&valid[line_start..])
+                .chars()
+                .count()
+                + 1;
+            Err(Error::Data {
+                file,
+                line,
+                column,
+                message: "invalid UTF-8".to_string(),
+            })
         }
-    })?;
-    parse_letor(text, &file, num_features)
+    }
 }
 
 /// Parses LETOR / SVMlight text: one document per line, `<rel> qid:<q> <i>:<v> ... # comment`,

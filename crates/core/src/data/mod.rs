@@ -1,13 +1,21 @@
 //! Records, datasets and samplers.
 
+mod inputs;
 mod letor;
 mod ltr;
-mod pairwise;
+mod pass;
 mod prefetch;
+mod records;
+mod samplers;
 mod synthetic;
+mod triplets;
 
+pub use inputs::*;
 pub use letor::*;
 pub use ltr::*;
-pub use pairwise::*;
+pub use pass::*;
 pub use prefetch::*;
+pub use records::*;
+pub use samplers::*;
 pub use synthetic::*;
+pub use triplets::*;

@@ -1,28 +1,28 @@
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::time::{Duration, Instant};
 
-use super::{PairwiseBatch, PairwiseSampler, SamplerPosition};
+use super::{Batch, RecordKind, Sampler};
 use crate::{Error, Result};
 
-type Prepared = Result<(PairwiseBatch, SamplerPosition)>;
+type Prepared = Result<(Batch, serde_json::Value)>;
 
-/// Batches of a [`PairwiseSampler`], prepared ahead on a thread of their own when `ahead > 0`.
+/// Batches of a [`Sampler`], prepared ahead on a thread of their own when `ahead > 0`.
 /// One producer makes the batches in order, so the sequence is the same whatever `ahead` is;
 /// the position reported is that of the last batch *consumed*, which is what a checkpoint
 /// must record.
 pub struct BatchSource {
-    template: PairwiseSampler,
+    template: Box<dyn Sampler>,
     batch_size: usize,
     ahead: usize,
-    position: SamplerPosition,
-    inline: Option<PairwiseSampler>,
+    position: serde_json::Value,
+    inline: Option<Box<dyn Sampler>>,
     producer: Option<Receiver<Prepared>>,
     waited: Duration,
 }
 
 impl BatchSource {
     /// Batches of `batch_size` pairs from `sampler`, `ahead` of them prepared in advance.
-    pub fn new(sampler: PairwiseSampler, batch_size: usize, ahead: usize) -> Self {
+    pub fn new(sampler: Box<dyn Sampler>, batch_size: usize, ahead: usize) -> Self {
         let mut source = BatchSource {
             position: sampler.position(),
             template: sampler,
@@ -71,7 +71,7 @@ impl BatchSource {
     ///
     /// # Errors
     /// A libtorch error while gathering the batch, or [`Error::Panic`] if the producer died.
-    pub fn next_batch(&mut self) -> Result<PairwiseBatch> {
+    pub fn next_batch(&mut self) -> Result<Batch> {
         if let Some(sampler) = &mut self.inline {
             let batch = sampler.next_batch(self.batch_size)?;
             self.position = sampler.position();
@@ -90,15 +90,20 @@ impl BatchSource {
     }
 
     /// Where the consumed batches end.
-    pub fn position(&self) -> SamplerPosition {
-        self.position
+    pub fn position(&self) -> serde_json::Value {
+        self.position.clone()
+    }
+
+    /// What the batches hold.
+    pub fn kind(&self) -> RecordKind {
+        self.template.kind()
     }
 
     /// Continues after the batch that ended at `position`.
     ///
     /// # Errors
     /// [`Error::Config`] at `path` when the position does not fit the data.
-    pub fn restore(&mut self, position: SamplerPosition, path: &str) -> Result<()> {
+    pub fn restore(&mut self, position: &serde_json::Value, path: &str) -> Result<()> {
         self.template.restore(position, path)?;
         self.start();
         Ok(())
@@ -113,32 +118,39 @@ impl BatchSource {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::data::LtrDataset;
+    use crate::data::{LtrDataset, PairwiseSampler, ScoreInput, Shard};
     use crate::rng::Rng;
 
-    fn sampler() -> PairwiseSampler {
+    fn sampler() -> Box<dyn Sampler> {
         let data = LtrDataset {
             features: (0..40).map(|x| x as f32).collect(),
             num_features: 1,
             relevance: (0..40).map(|x| (x % 5) as u8).collect(),
             query_bounds: vec![0, 10, 20, 30, 40],
         };
-        PairwiseSampler::new(&data, Rng::new(3), "s").unwrap()
+        Box::new(PairwiseSampler::new(&data, Rng::new(3), Shard::WHOLE, "s").unwrap())
+    }
+
+    fn positives(source: &mut BatchSource) -> Vec<f32> {
+        let Batch::Pairwise(b) = source.next_batch().unwrap() else {
+            panic!("pairwise expected")
+        };
+        let ScoreInput::Features(f) = b.positive else {
+            panic!("features expected")
+        };
+        Vec::<f32>::try_from(f.flatten(0, -1)).unwrap()
     }
 
     fn batches(ahead: usize, n: usize) -> Vec<Vec<f32>> {
         let mut source = BatchSource::new(sampler(), 7, ahead);
-        (0..n)
-            .map(|_| {
-                Vec::<f32>::try_from(source.next_batch().unwrap().positive.flatten(0, -1)).unwrap()
-            })
-            .collect()
+        (0..n).map(|_| positives(&mut source)).collect()
     }
 
     #[test]
     fn the_same_batches_whatever_the_number_ahead() {
         let inline = batches(0, 40);
         assert_eq!(batches(1, 40), inline);
+        assert_eq!(batches(2, 40), inline);
         assert_eq!(batches(4, 40), inline);
     }
 
@@ -149,15 +161,11 @@ mod tests {
             a.next_batch().unwrap();
         }
         let position = a.position();
-        let expected: Vec<Vec<f32>> = (0..10)
-            .map(|_| Vec::<f32>::try_from(a.next_batch().unwrap().positive.flatten(0, -1)).unwrap())
-            .collect();
+        let expected: Vec<Vec<f32>> = (0..10).map(|_| positives(&mut a)).collect();
         let mut b = BatchSource::new(sampler(), 7, 2);
         b.next_batch().unwrap();
-        b.restore(position, "s").unwrap();
-        let got: Vec<Vec<f32>> = (0..10)
-            .map(|_| Vec::<f32>::try_from(b.next_batch().unwrap().positive.flatten(0, -1)).unwrap())
-            .collect();
+        b.restore(&position, "s").unwrap();
+        let got: Vec<Vec<f32>> = (0..10).map(|_| positives(&mut b)).collect();
         assert_eq!(got, expected);
     }
 }

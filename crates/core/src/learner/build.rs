@@ -8,15 +8,19 @@ use super::listeners::best::{BestTracker, Direction, ValidationSchedule};
 use super::listeners::{
     ranking_trackers, JsListener, Listener, RankMetric, RankingValidation, ValidationLoss,
 };
-use super::trainers::{EvaluationPairs, LossSet, MultipleTrainer, PairwiseLossTrainer, Trainer};
+use super::trainers::{AnyLoss, EvaluationPairs, LossSet, LossTrainer, MultipleTrainer, Trainer};
 use crate::config::{
     DatasetConfig, JsHookConfig, LearnerConfig, ListenerConfig, LossTrainerConfig, ModelConfig,
     OptimizerConfig, SamplerConfig, TrainerConfig, TrainingHookConfig,
 };
-use crate::data::{read_letor, synthetic_ltr, BatchSource, LtrDataset, PairwiseSampler};
-use crate::losses::{
-    CrossEntropyLoss, HingeLoss, OutputType, PairwiseLoss, PointwiseCrossEntropyLoss,
+use crate::data::{
+    load_triplets, read_letor, synthetic_ltr, BatchSource, BatchwiseSampler, LtrDataset,
+    PairwiseSampler, PointwiseSampler, RecordKind, Sampler, ScoreInput, Shard, TokenTripletSampler,
 };
+use crate::losses::batchwise::{
+    CrossEntropyLoss as BatchwiseCrossEntropyLoss, SoftmaxCrossEntropy,
+};
+use crate::losses::{CrossEntropyLoss, HingeLoss, OutputType, PointwiseCrossEntropyLoss};
 use crate::models::{MlpScorer, Model};
 use crate::optim::{
     schedule, Adam, Optimizer, Optimizers, ParameterFilter, ScheduledOptimizer, Sgd,
@@ -53,40 +57,84 @@ fn dataset(config: &DatasetConfig, path: &str) -> Result<LtrDataset> {
     }
 }
 
-fn loss_set(hooks: &[TrainingHookConfig], path: &str) -> Result<LossSet> {
-    let mut losses: Vec<Box<dyn PairwiseLoss>> = Vec::new();
+/// The losses among `hooks`, for a model whose scores are `output` and records of `records`.
+fn loss_set(
+    hooks: &[TrainingHookConfig],
+    output: OutputType,
+    records: RecordKind,
+    path: &str,
+) -> Result<LossSet> {
+    let mut losses = Vec::new();
     for (i, hook) in hooks.iter().enumerate() {
-        match hook {
-            TrainingHookConfig::PairwiseHinge(c) => losses.push(Box::new(HingeLoss {
+        let loss = match hook {
+            TrainingHookConfig::PairwiseHinge(c) => AnyLoss::Pairwise(Box::new(HingeLoss {
                 weight: c.weight,
                 margin: c.margin,
             })),
             TrainingHookConfig::PairwiseCrossEntropy(c) => {
-                losses.push(Box::new(CrossEntropyLoss { weight: c.weight }))
+                AnyLoss::Pairwise(Box::new(CrossEntropyLoss { weight: c.weight }))
             }
-            // The models of this core output real-valued scores (logits).
             TrainingHookConfig::PairwisePointwiseCrossEntropy(c) => {
-                losses.push(Box::new(PointwiseCrossEntropyLoss {
+                AnyLoss::Pointwise(PointwiseCrossEntropyLoss {
                     weight: c.weight,
-                    output: OutputType::Real,
+                    output,
+                })
+            }
+            TrainingHookConfig::BatchwiseCrossEntropy(c) => {
+                if output != OutputType::Probability {
+                    return Err(Error::config(
+                        format!("{path}.hooks[{i}]"),
+                        "the batchwise CrossEntropyLoss needs a model whose scores are \
+                         probabilities; use SoftmaxCrossEntropy for real-valued scores",
+                    ));
+                }
+                AnyLoss::Batchwise(Box::new(BatchwiseCrossEntropyLoss { weight: c.weight }))
+            }
+            TrainingHookConfig::BatchwiseSoftmaxCrossEntropy(c) => {
+                AnyLoss::Batchwise(Box::new(SoftmaxCrossEntropy {
+                    weight: c.weight,
+                    output,
                 }))
             }
             TrainingHookConfig::LayerFreezer(_)
             | TrainingHookConfig::LayerSharer(_)
-            | TrainingHookConfig::Js(_) => {}
-            other => return Err(unsupported(format!("{path}.hooks[{i}]"), other.type_id())),
-        }
+            | TrainingHookConfig::Js(_) => continue,
+        };
+        losses.push(loss);
     }
-    if losses.is_empty() {
-        return Err(Error::config(
-            format!("{path}.hooks"),
-            "a LossTrainer needs at least one loss among its hooks",
-        ));
-    }
-    Ok(LossSet::new(losses))
+    LossSet::new(losses, records, path)
 }
 
-fn loss_trainer(config: &LossTrainerConfig, seed: u64, path: &str) -> Result<Box<dyn Trainer>> {
+/// The sampler `config` describes, at `path`, drawing with `rng` from its `shard`.
+fn sampler(config: &SamplerConfig, rng: Rng, shard: Shard, path: &str) -> Result<Box<dyn Sampler>> {
+    let data = |d: &DatasetConfig| dataset(d, &format!("{path}.dataset"));
+    Ok(match config {
+        SamplerConfig::Pairwise(c) => {
+            Box::new(PairwiseSampler::new(&data(&c.dataset)?, rng, shard, path)?)
+        }
+        SamplerConfig::Pointwise(c) => {
+            Box::new(PointwiseSampler::new(&data(&c.dataset)?, rng, shard, path)?)
+        }
+        SamplerConfig::Batchwise(c) => Box::new(BatchwiseSampler::new(
+            &data(&c.dataset)?,
+            c.group_size as usize,
+            rng,
+            shard,
+            path,
+        )?),
+        SamplerConfig::TokenTriplets(c) => {
+            let triplets = load_triplets(&c.triplets, &format!("{path}.triplets"))?;
+            Box::new(TokenTripletSampler::new(triplets, rng, shard, path)?)
+        }
+    })
+}
+
+fn loss_trainer(
+    config: &LossTrainerConfig,
+    seed: u64,
+    output: OutputType,
+    path: &str,
+) -> Result<Box<dyn Trainer>> {
     if config.model.is_some() {
         return Err(Error::config(
             format!("{path}.model"),
@@ -99,11 +147,15 @@ fn loss_trainer(config: &LossTrainerConfig, seed: u64, path: &str) -> Result<Box
             "must be at least 1",
         ));
     }
-    let SamplerConfig::Pairwise(sampler) = &config.sampler;
-    let data = dataset(&sampler.dataset, &format!("{path}.sampler.dataset"))?;
     let rng = Rng::derive(seed, &format!("{path}/sampler"));
-    let sampler = PairwiseSampler::new(&data, rng, &format!("{path}.sampler"))?;
-    Ok(Box::new(PairwiseLossTrainer {
+    let sampler = sampler(
+        &config.sampler,
+        rng,
+        Shard::WHOLE,
+        &format!("{path}.sampler"),
+    )?;
+    let losses = loss_set(&config.hooks, output, sampler.kind(), path)?;
+    Ok(Box::new(LossTrainer {
         // `num_workers` batches are prepared ahead by one producer thread: the batches are the
         // same whatever their number.
         batches: BatchSource::new(
@@ -111,13 +163,18 @@ fn loss_trainer(config: &LossTrainerConfig, seed: u64, path: &str) -> Result<Box
             config.batch_size as usize,
             config.num_workers as usize,
         ),
-        losses: loss_set(&config.hooks, path)?,
+        losses,
     }))
 }
 
-fn trainer(config: &TrainerConfig, seed: u64, path: &str) -> Result<Box<dyn Trainer>> {
+fn trainer(
+    config: &TrainerConfig,
+    seed: u64,
+    output: OutputType,
+    path: &str,
+) -> Result<Box<dyn Trainer>> {
     match config {
-        TrainerConfig::Loss(t) => loss_trainer(t, seed, path),
+        TrainerConfig::Loss(t) => loss_trainer(t, seed, output, path),
         TrainerConfig::Multiple(m) => {
             if !m.hooks.is_empty() {
                 return Err(unsupported(
@@ -131,7 +188,7 @@ fn trainer(config: &TrainerConfig, seed: u64, path: &str) -> Result<Box<dyn Trai
                 .map(|(name, t)| {
                     Ok((
                         name.clone(),
-                        trainer(t, seed, &format!("{path}.trainers.{name}"))?,
+                        trainer(t, seed, output, &format!("{path}.trainers.{name}"))?,
                     ))
                 })
                 .collect::<Result<Vec<_>>>()?;
@@ -211,7 +268,7 @@ fn optimizers(config: &LearnerConfig, model: &dyn Model, frozen: &[String]) -> R
     Ok(Optimizers::new(entries))
 }
 
-fn listener(config: &ListenerConfig, i: usize) -> Result<Box<dyn Listener>> {
+fn listener(config: &ListenerConfig, i: usize, output: OutputType) -> Result<Box<dyn Listener>> {
     let path = format!("learner.listeners[{i}]");
     let positive = |v: u64, field: &str| -> Result<u64> {
         if v == 0 {
@@ -251,7 +308,7 @@ fn listener(config: &ListenerConfig, i: usize) -> Result<Box<dyn Listener>> {
             let bestpath = c.bestpath.as_ref().map(PathBuf::from);
             Box::new(RankingValidation {
                 id: c.id.clone(),
-                features: data.features_tensor()?,
+                input: ScoreInput::Features(data.features_tensor()?),
                 data,
                 metrics,
                 trackers: ranking_trackers(&c.metrics, bestpath.as_ref()),
@@ -278,7 +335,12 @@ fn listener(config: &ListenerConfig, i: usize) -> Result<Box<dyn Listener>> {
             Box::new(ValidationLoss {
                 id: c.id.clone(),
                 data: EvaluationPairs::new(&data)?,
-                losses: loss_set(&c.trainer.hooks, &format!("{path}.trainer"))?,
+                losses: loss_set(
+                    &c.trainer.hooks,
+                    output,
+                    RecordKind::Pairwise,
+                    &format!("{path}.trainer"),
+                )?,
                 batch_size: positive(c.batch_size, "batch_size")? as usize,
                 tracker: BestTracker::new(Direction::Lower, model),
                 schedule: validation_schedule(
@@ -324,14 +386,15 @@ pub(crate) fn build(config: &LearnerConfig) -> Result<Run> {
         }
     }
 
-    let trainer = trainer(&config.trainer, seed, "learner.trainer")?;
+    let output = model.output_type();
+    let trainer = trainer(&config.trainer, seed, output, "learner.trainer")?;
     let optimizers = optimizers(config, model.as_ref(), &frozen)?;
     let gradient_hooks = config.hooks.iter().map(GradientHook::new).collect();
     let listeners = config
         .listeners
         .iter()
         .enumerate()
-        .map(|(i, l)| listener(l, i))
+        .map(|(i, l)| listener(l, i, output))
         .collect::<Result<Vec<_>>>()?;
     let lr_metrics = (1..=config.optimizers.len())
         .map(|i| format!("gradient/scheduler/{i}/1"))

@@ -76,7 +76,19 @@ impl PairwiseLoss for PointwiseCrossEntropyLoss {
     fn sum(&self, positive: &Tensor, negative: &Tensor) -> Result<Tensor> {
         let scores = Tensor::f_cat(&[positive, negative], 0)?;
         let targets = Tensor::f_cat(&[positive.f_ones_like()?, negative.f_zeros_like()?], 0)?;
-        let total = match self.output {
+        Ok(self.records_sum(&scores, &targets)?.f_mul_scalar(0.5)?)
+    }
+}
+
+impl PointwiseCrossEntropyLoss {
+    /// Summed BCE of `scores` against `targets` in [0, 1], read according to the output type:
+    /// the loss of (query, document, relevance) records.
+    ///
+    /// # Errors
+    /// A libtorch error.
+    pub fn records_sum(&self, scores: &Tensor, targets: &Tensor) -> Result<Tensor> {
+        let targets = targets.f_to_kind(scores.kind())?;
+        Ok(match self.output {
             OutputType::Real => scores.f_binary_cross_entropy_with_logits(
                 &targets,
                 None::<Tensor>,
@@ -86,9 +98,8 @@ impl PairwiseLoss for PointwiseCrossEntropyLoss {
             OutputType::Probability => {
                 scores.f_binary_cross_entropy(&targets, None::<Tensor>, Reduction::Sum)?
             }
-            OutputType::LogProbability => bce_with_log_probabilities(&scores, &targets)?,
-        };
-        Ok(total.f_mul_scalar(0.5)?)
+            OutputType::LogProbability => bce_with_log_probabilities(scores, &targets)?,
+        })
     }
 }
 

@@ -2,6 +2,8 @@ use std::path::Path;
 
 use tch::Tensor;
 
+use crate::data::ScoreInput;
+use crate::losses::OutputType;
 use crate::{Error, Result};
 
 /// A named trainable tensor of a model.
@@ -15,11 +17,17 @@ pub struct NamedParameter {
 
 /// A model the learner trains: scores from features, named parameters, saving.
 pub trait Model: Send {
-    /// Scores of a `B × F` feature batch, shape `B`.
+    /// Scores of a batch of `B` (query, document) rows, shape `B`.
     ///
     /// # Errors
-    /// A libtorch error (e.g. a shape mismatch).
-    fn forward(&self, features: &Tensor) -> Result<Tensor>;
+    /// [`Error::Config`] when the model cannot score this kind of input (see
+    /// [`ScoreInput::features`]), or a libtorch error (e.g. a shape mismatch).
+    fn forward(&self, input: &ScoreInput) -> Result<Tensor>;
+
+    /// What the scores are; the losses read them accordingly.
+    fn output_type(&self) -> OutputType {
+        OutputType::Real
+    }
 
     /// Every parameter with its name, in declaration order; a shared parameter appears under
     /// each name, as one tensor.

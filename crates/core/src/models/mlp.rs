@@ -2,6 +2,7 @@ use tch::{Kind, Tensor};
 
 use super::{Model, NamedParameter};
 use crate::config::MlpScorerConfig;
+use crate::data::ScoreInput;
 use crate::rng::Rng;
 use crate::{Error, Result};
 
@@ -73,8 +74,8 @@ impl MlpScorer {
 }
 
 impl Model for MlpScorer {
-    fn forward(&self, features: &Tensor) -> Result<Tensor> {
-        let mut x = features.shallow_clone();
+    fn forward(&self, input: &ScoreInput) -> Result<Tensor> {
+        let mut x = input.features("MlpScorer")?.shallow_clone();
         let last = self.layers.len() - 1;
         for (i, (w, b)) in self.layers.iter().enumerate() {
             x = x.f_linear(w, Some(b))?;
@@ -138,7 +139,9 @@ mod tests {
     fn shapes_and_seed_determinism() {
         let a = MlpScorer::new(&config(), &mut Rng::new(1)).unwrap();
         let b = MlpScorer::new(&config(), &mut Rng::new(1)).unwrap();
-        let x = Tensor::from_slice(&[0.5f32, -1.0, 2.0, 1.0, 0.0, -0.5]).view([2, 3]);
+        let x = ScoreInput::Features(
+            Tensor::from_slice(&[0.5f32, -1.0, 2.0, 1.0, 0.0, -0.5]).view([2, 3]),
+        );
         let ya = a.forward(&x).unwrap();
         assert_eq!(ya.size(), vec![2]);
         assert!(ya.equal(&b.forward(&x).unwrap()));
@@ -158,7 +161,10 @@ mod tests {
     fn wrong_width_is_a_torch_error_not_a_panic() {
         let a = MlpScorer::new(&config(), &mut Rng::new(1)).unwrap();
         let err = a
-            .forward(&Tensor::zeros([2, 5], (Kind::Float, Device::Cpu)))
+            .forward(&ScoreInput::Features(Tensor::zeros(
+                [2, 5],
+                (Kind::Float, Device::Cpu),
+            )))
             .unwrap_err();
         assert_eq!(err.code(), "ERR_TORCH");
         assert!(err.to_string().contains("2x5"), "{err}");

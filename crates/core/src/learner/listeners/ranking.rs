@@ -2,11 +2,10 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde_json::json;
-use tch::Tensor;
 
 use super::best::{BestTracker, Direction, ValidationSchedule};
 use super::{Listener, ListenerCall, ListenerView, RankMetric};
-use crate::data::LtrDataset;
+use crate::data::{LtrDataset, ScoreInput};
 use crate::learner::{Observer, TrainerContext};
 use crate::models::Model;
 use crate::Result;
@@ -15,7 +14,7 @@ use crate::Result;
 pub(crate) struct RankingValidation {
     pub id: String,
     pub data: LtrDataset,
-    pub features: Tensor,
+    pub input: ScoreInput,
     pub metrics: Vec<(String, RankMetric)>,
     pub trackers: BTreeMap<String, BestTracker>,
     pub kept: Vec<String>,
@@ -52,7 +51,7 @@ impl Listener for RankingValidation {
         if self.schedule.due(epoch) {
             let scores = {
                 let _no_grad = tch::no_grad_guard();
-                Vec::<f32>::try_from(model.forward(&self.features)?)?
+                Vec::<f32>::try_from(model.forward(&self.input)?)?
             };
             for (name, metric) in &self.metrics {
                 let value = metric.compute(&scores, &self.data);

@@ -1,17 +1,57 @@
+use std::collections::BTreeMap;
+
 use tch::{Kind, Tensor};
 
 use super::Trainer;
-use crate::data::{BatchSource, LtrDataset, PreferencePair};
-use std::collections::BTreeMap;
-
+use crate::data::{
+    Batch, BatchSource, LtrDataset, PairwiseBatch, PreferencePair, RecordKind, ScoreInput,
+};
 use crate::learner::{Metrics, TrainerContext};
-use crate::losses::PairwiseLoss;
+use crate::losses::{BatchwiseLoss, PairwiseLoss, PointwiseCrossEntropyLoss};
 use crate::models::Model;
-use crate::Result;
+use crate::{Error, Result};
+
+/// One loss of a trainer.
+pub(crate) enum AnyLoss {
+    /// Over (positive, negative) score pairs.
+    Pairwise(Box<dyn PairwiseLoss>),
+    /// Over (query × documents) score matrices.
+    Batchwise(Box<dyn BatchwiseLoss>),
+    /// Binary cross-entropy, on pairs or on (document, relevance) records.
+    Pointwise(PointwiseCrossEntropyLoss),
+}
+
+impl AnyLoss {
+    fn name(&self) -> &'static str {
+        match self {
+            AnyLoss::Pairwise(l) => l.name(),
+            AnyLoss::Batchwise(l) => l.name(),
+            AnyLoss::Pointwise(l) => l.name(),
+        }
+    }
+
+    fn weight(&self) -> f64 {
+        match self {
+            AnyLoss::Pairwise(l) => l.weight(),
+            AnyLoss::Batchwise(l) => l.weight(),
+            AnyLoss::Pointwise(l) => l.weight,
+        }
+    }
+
+    /// Whether it can be computed on records of `kind`.
+    fn accepts(&self, kind: RecordKind) -> bool {
+        matches!(
+            (self, kind),
+            (_, RecordKind::Pairwise)
+                | (AnyLoss::Batchwise(_), RecordKind::Batchwise)
+                | (AnyLoss::Pointwise(_), RecordKind::Pointwise)
+        )
+    }
+}
 
 /// The losses of a trainer, computed together.
 pub(crate) struct LossSet {
-    losses: Vec<Box<dyn PairwiseLoss>>,
+    losses: Vec<AnyLoss>,
     /// The metric of the weighted sum: the sorted loss names joined by `+`.
     total_name: String,
 }
@@ -22,19 +62,86 @@ pub(crate) struct LossSums {
     pub each: Vec<Tensor>,
 }
 
+/// A batch's scores, shaped for its kind.
+enum Scores {
+    Pairs { positive: Tensor, negative: Tensor },
+    Records { scores: Tensor, relevance: Tensor },
+    Groups { scores: Tensor, relevance: Tensor },
+}
+
+fn score(model: &dyn Model, batch: &Batch) -> Result<Scores> {
+    Ok(match batch {
+        Batch::Pairwise(b) => Scores::Pairs {
+            positive: model.forward(&b.positive)?,
+            negative: model.forward(&b.negative)?,
+        },
+        Batch::Pointwise(b) => Scores::Records {
+            scores: model.forward(&b.input)?,
+            relevance: b.relevance.shallow_clone(),
+        },
+        Batch::Batchwise(b) => Scores::Groups {
+            scores: model.forward(&b.input)?.f_view_as(&b.relevance)?,
+            relevance: b.relevance.shallow_clone(),
+        },
+    })
+}
+
+/// Pairs as `N × 2` groups whose first document is the relevant one.
+fn pairs_as_groups(positive: &Tensor, negative: &Tensor) -> Result<(Tensor, Tensor)> {
+    let scores = Tensor::f_stack(&[positive, negative], 1)?;
+    let relevance = Tensor::f_stack(&[positive.f_ones_like()?, negative.f_zeros_like()?], 1)?;
+    Ok((scores, relevance))
+}
+
 impl LossSet {
-    pub fn new(losses: Vec<Box<dyn PairwiseLoss>>) -> Self {
+    /// The losses, checked against the records they will see (`records` at `path.sampler`).
+    pub fn new(losses: Vec<AnyLoss>, records: RecordKind, path: &str) -> Result<Self> {
+        if losses.is_empty() {
+            return Err(Error::config(
+                format!("{path}.hooks"),
+                "a LossTrainer needs at least one loss among its hooks",
+            ));
+        }
+        if let Some(loss) = losses.iter().find(|l| !l.accepts(records)) {
+            return Err(Error::config(
+                format!("{path}.hooks"),
+                format!(
+                    "the loss {} cannot be computed on {} (from {path}.sampler); use a sampler \
+                     of pairwise triplets, or a loss for these records",
+                    loss.name(),
+                    records.name()
+                ),
+            ));
+        }
         let mut names: Vec<&str> = losses.iter().map(|l| l.name()).collect();
         names.sort_unstable();
         let total_name = names.join("+");
-        LossSet { losses, total_name }
+        Ok(LossSet { losses, total_name })
     }
 
-    pub fn sums(&self, positive: &Tensor, negative: &Tensor) -> Result<LossSums> {
+    fn sums(&self, scores: &Scores) -> Result<LossSums> {
         let mut weighted: Option<Tensor> = None;
         let mut each = Vec::with_capacity(self.losses.len());
         for loss in &self.losses {
-            let sum = loss.sum(positive, negative)?;
+            let sum = match (loss, scores) {
+                (AnyLoss::Pairwise(l), Scores::Pairs { positive, negative }) => {
+                    l.sum(positive, negative)?
+                }
+                (AnyLoss::Pointwise(l), Scores::Pairs { positive, negative }) => {
+                    l.sum(positive, negative)?
+                }
+                (AnyLoss::Pointwise(l), Scores::Records { scores, relevance }) => {
+                    l.records_sum(scores, relevance)?
+                }
+                (AnyLoss::Batchwise(l), Scores::Pairs { positive, negative }) => {
+                    let (scores, relevance) = pairs_as_groups(positive, negative)?;
+                    l.sum(&scores, &relevance)?.0
+                }
+                (AnyLoss::Batchwise(l), Scores::Groups { scores, relevance }) => {
+                    l.sum(scores, relevance)?.0
+                }
+                _ => return Err(Error::Panic("a loss was given records it refused".into())),
+            };
             let w = sum.f_mul_scalar(loss.weight())?;
             weighted = Some(match weighted {
                 Some(t) => t.f_add(&w)?,
@@ -44,7 +151,7 @@ impl LossSet {
         }
         let weighted = match weighted {
             Some(w) => w,
-            None => positive.f_sum(None)?.f_mul_scalar(0.0)?,
+            None => return Err(Error::Panic("a loss set without losses".into())),
         };
         Ok(LossSums { weighted, each })
     }
@@ -65,6 +172,36 @@ impl LossSet {
         Ok(())
     }
 
+    /// Runs forward and backward on `batch`, a micro-batch of an outer batch of
+    /// `outer_count` records: the loss backpropagated is the weighted sum divided by the outer
+    /// count, so any split of the outer batch gives the gradients of no split. Returns that
+    /// (detached) loss; metrics are added with the micro-batch's count.
+    pub fn backward(
+        &self,
+        model: &dyn Model,
+        batch: &Batch,
+        outer_count: usize,
+        ctx: &mut TrainerContext,
+    ) -> Result<Tensor> {
+        let count = batch.len() as i64;
+        let scores = score(model, batch)?;
+        let sums = self.sums(&scores)?;
+        let total_name = &self.total_name;
+        self.visit(&sums, |name, sum| {
+            ctx.add_metric(name.unwrap_or(total_name), sum, count)
+        })?;
+        if let Scores::Pairs { positive, negative } = &scores {
+            let correct = positive
+                .f_gt_tensor(negative)?
+                .f_to_kind(Kind::Double)?
+                .f_sum(None)?;
+            ctx.add_metric("accuracy", &correct, count)?;
+        }
+        let loss = sums.weighted.f_div_scalar(outer_count.max(1) as f64)?;
+        loss.f_backward()?;
+        Ok(loss.f_detach()?)
+    }
+
     /// Mean weighted loss of `model` over every preference pair of `data`, in chunks, and the
     /// metrics of a validation listener `id`: `<id>/loss/<name>` and, with several losses,
     /// `<id>/loss`.
@@ -80,8 +217,8 @@ impl LossSet {
         let mut total = 0.0;
         let mut count = 0i64;
         for pairs in data.pairs.chunks(chunk.max(1)) {
-            let (pos, neg) = gather(&data.features, pairs)?;
-            let sums = self.sums(&model.forward(&pos)?, &model.forward(&neg)?)?;
+            let batch = Batch::Pairwise(gather(&data.features, pairs)?);
+            let sums = self.sums(&score(model, &batch)?)?;
             let n = pairs.len() as i64;
             self.visit(&sums, |name, sum| {
                 let key = match name {
@@ -112,43 +249,34 @@ impl EvaluationPairs {
     }
 }
 
-fn gather(features: &Tensor, pairs: &[PreferencePair]) -> Result<(Tensor, Tensor)> {
-    let index = |pick: fn(&PreferencePair) -> u32| -> Result<Tensor> {
+fn gather(features: &Tensor, pairs: &[PreferencePair]) -> Result<PairwiseBatch> {
+    let index = |pick: fn(&PreferencePair) -> u32| -> Result<ScoreInput> {
         let idx: Vec<i64> = pairs.iter().map(|p| i64::from(pick(p))).collect();
-        Ok(features.f_index_select(0, &Tensor::f_from_slice(&idx)?)?)
+        Ok(ScoreInput::Features(
+            features.f_index_select(0, &Tensor::f_from_slice(&idx)?)?,
+        ))
     };
-    Ok((index(|p| p.0)?, index(|p| p.1)?))
+    Ok(PairwiseBatch {
+        positive: index(|p| p.0)?,
+        negative: index(|p| p.1)?,
+    })
 }
 
-/// `LossTrainer` over preference pairs: the batch's losses, normalised by its pair count.
-pub(crate) struct PairwiseLossTrainer {
+/// `LossTrainer`: each step takes a batch of records and minimises the weighted sum of the
+/// losses, normalised by the batch's record count.
+pub(crate) struct LossTrainer {
     pub batches: BatchSource,
     pub losses: LossSet,
 }
 
-impl Trainer for PairwiseLossTrainer {
+impl Trainer for LossTrainer {
     fn process_step(&mut self, model: &dyn Model, ctx: &mut TrainerContext) -> Result<Tensor> {
         let batch = self.batches.next_batch()?;
         ctx.add_value(
             "data/wait_seconds",
             self.batches.take_waited().as_secs_f64(),
         )?;
-        let count = batch.len();
-        let positive = model.forward(&batch.positive)?;
-        let negative = model.forward(&batch.negative)?;
-        let sums = self.losses.sums(&positive, &negative)?;
-        let total_name = &self.losses.total_name;
-        self.losses.visit(&sums, |name, sum| {
-            ctx.add_metric(name.unwrap_or(total_name), sum, count)
-        })?;
-        let correct = positive
-            .f_gt_tensor(&negative)?
-            .f_to_kind(Kind::Double)?
-            .f_sum(None)?;
-        ctx.add_metric("accuracy", &correct, count)?;
-        let loss = sums.weighted.f_div_scalar(count as f64)?;
-        loss.f_backward()?;
-        Ok(loss.f_detach()?)
+        self.losses.backward(model, &batch, batch.len(), ctx)
     }
 
     fn state(&self) -> serde_json::Value {
@@ -156,8 +284,7 @@ impl Trainer for PairwiseLossTrainer {
     }
 
     fn restore(&mut self, state: &serde_json::Value) -> Result<()> {
-        let position = serde_json::from_value(state["sampler"].clone())
-            .map_err(|e| crate::Error::checkpoint("trainer state", e.to_string()))?;
-        self.batches.restore(position, "learner.trainer.sampler")
+        self.batches
+            .restore(&state["sampler"], "learner.trainer.sampler")
     }
 }
