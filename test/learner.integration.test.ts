@@ -165,6 +165,52 @@ describe("losses", () => {
   );
 });
 
+describe("record kinds", () => {
+  it("pointwise records with PointwiseCrossEntropyLoss train the demo model to at least 0.85 held-out accuracy", async () => {
+    const { PointwiseSampler, PointwiseCrossEntropyLoss } = await import("../ts/index.js");
+    const base = demoLearner({ max_epochs: 6, steps_per_epoch: 100 });
+    const config = withTrainer(base, { sampler: PointwiseSampler.C({ dataset: data(1) }), hooks: [PointwiseCrossEntropyLoss.C({})], batch_size: 128 });
+    const result = await learn(config, { workspace: workspace() });
+    const last = result.epochs[result.epochs.length - 1]!;
+    expect(last.train["pair-pointwise-cross-entropy"]).toBeLessThan(result.epochs[0]!.train["pair-pointwise-cross-entropy"]!);
+    expect(last.metrics["heldout/pairwise_accuracy"]).toBeGreaterThanOrEqual(0.85);
+  });
+
+  it("batchwise groups with SoftmaxCrossEntropy train the demo model to at least 0.90 held-out accuracy", async () => {
+    const { BatchwiseSampler, SoftmaxCrossEntropy } = await import("../ts/index.js");
+    const base = demoLearner({ max_epochs: 6, steps_per_epoch: 100 });
+    const config = withTrainer(base, { sampler: BatchwiseSampler.C({ dataset: data(1), group_size: 6 }), hooks: [SoftmaxCrossEntropy.C({})], batch_size: 32 });
+    const result = await learn(config, { workspace: workspace() });
+    const last = result.epochs[result.epochs.length - 1]!;
+    expect(last.train["batch-infonce"]).toBeLessThan(result.epochs[0]!.train["batch-infonce"]!);
+    expect(last.metrics["heldout/pairwise_accuracy"]).toBeGreaterThanOrEqual(0.9);
+  });
+
+  it("refuses a pairwise loss on batchwise groups, naming the trainer's hooks", async () => {
+    const { BatchwiseSampler } = await import("../ts/index.js");
+    const config = withTrainer(demoLearner({ max_epochs: 1, steps_per_epoch: 1 }), { sampler: BatchwiseSampler.C({ dataset: data(1), group_size: 4 }) });
+    await expect(learn(config, { workspace: workspace() })).rejects.toThrow(/^learner\.trainer\.hooks: the loss pair-hinge cannot be computed on batchwise groups/);
+  });
+
+  it("refuses token triplets for a feature model, naming the model", async () => {
+    const { TokenTripletSampler, SyntheticTokenTriplets } = await import("../ts/index.js");
+    const triplets = SyntheticTokenTriplets.C({ seed: 1, num_triplets: 100, vocab_size: 100, min_length: 8, max_length: 16 });
+    const config = withTrainer(demoLearner({ max_epochs: 1, steps_per_epoch: 1 }), { sampler: TokenTripletSampler.C({ triplets }) });
+    await expect(learn(config, { workspace: workspace() })).rejects.toThrow(/^learner\.model: MlpScorer scores feature vectors, but the data gives token sequences/);
+  });
+
+  it("reads token triplets from TSV and JSONL files, naming the line of a malformed one", async () => {
+    const { TokenTripletSampler, TokenTripletFile } = await import("../ts/index.js");
+    const dir = workspace();
+    const tsv = join(dir, "t.tsv");
+    writeFileSync(tsv, "1 2\t3 4\t5\n6\t7 8 9\t10\nbad\t1\t2\n");
+    const config = withTrainer(demoLearner({ max_epochs: 1, steps_per_epoch: 1 }), {
+      sampler: TokenTripletSampler.C({ triplets: TokenTripletFile.C({ id: "t", path: tsv }) }),
+    });
+    await expect(learn(config, { workspace: workspace() })).rejects.toThrow(`${tsv}:3:1: "bad" is not a token id`);
+  });
+});
+
 describe("trainers", () => {
   it("MultipleTrainer steps once over every sub-trainer, each metric in its scope", async () => {
     const { MultipleTrainer } = await import("../ts/index.js");

@@ -30,6 +30,14 @@ impl Tokens {
         Ok(Tokens { ids, lengths })
     }
 
+    /// Another handle on the same tensors (no copy).
+    pub fn shallow_clone(&self) -> Self {
+        Tokens {
+            ids: self.ids.shallow_clone(),
+            lengths: self.lengths.shallow_clone(),
+        }
+    }
+
     /// The mask of real (non-padding) positions, `B × L` bool.
     ///
     /// # Errors

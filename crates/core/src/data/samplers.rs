@@ -236,17 +236,44 @@ impl BatchwiseSampler {
         })
     }
 
-    /// The documents of one group: one of the query's best, then distinct others.
-    fn group(&self, (start, end): (usize, usize), rng: &mut Rng) -> Vec<usize> {
+    /// Appends the documents of one group to `out`: one of the query's best, then distinct
+    /// others drawn uniformly (Floyd's algorithm: `group_size` draws, no scratch over the query).
+    fn group(&self, (start, end): (usize, usize), rng: &mut Rng, out: &mut Vec<usize>) {
         let grades = &self.grades[start..end];
         let best = grades.iter().copied().max().unwrap_or(0);
-        let top: Vec<usize> = (start..end).filter(|&d| self.grades[d] == best).collect();
-        let first = top[rng.below(top.len())];
-        let mut others: Vec<usize> = (start..end).filter(|&d| d != first).collect();
-        rng.shuffle(&mut others);
-        std::iter::once(first)
-            .chain(others.into_iter().take(self.group_size - 1))
-            .collect()
+        let ties = grades.iter().filter(|&&g| g == best).count();
+        let pick = rng.below(ties);
+        let first = start
+            + grades
+                .iter()
+                .enumerate()
+                .filter(|(_, &g)| g == best)
+                .nth(pick)
+                .map_or(0, |(i, _)| i);
+        out.push(first);
+        // Others are numbered 0..n over the query's documents without `first`.
+        let n = end - start - 1;
+        let k = self.group_size - 1;
+        let chosen_from = out.len();
+        for j in n - k..n {
+            let t = rng.below(j + 1);
+            let candidate = if out[chosen_from..].contains(&Self::other(start, first, t)) {
+                j
+            } else {
+                t
+            };
+            out.push(Self::other(start, first, candidate));
+        }
+        rng.shuffle(&mut out[chosen_from..]);
+    }
+
+    /// Document of the `i`-th other (numbering that skips `first`).
+    fn other(start: usize, first: usize, i: usize) -> usize {
+        if start + i < first {
+            start + i
+        } else {
+            start + i + 1
+        }
     }
 }
 
@@ -260,7 +287,7 @@ impl Sampler for BatchwiseSampler {
         for _ in 0..size {
             let query = self.queries[self.pass.next_item()];
             let mut rng = self.pass.item_rng();
-            rows.extend(self.group(query, &mut rng));
+            self.group(query, &mut rng, &mut rows);
         }
         let grades: Vec<u8> = rows.iter().map(|&d| self.grades[d]).collect();
         let index: Vec<i64> = rows.iter().map(|&d| d as i64).collect();
@@ -381,5 +408,40 @@ mod tests {
             }
         }
         assert!(BatchwiseSampler::new(&dataset(), 4, Rng::new(4), Shard::WHOLE, "s").is_err());
+    }
+
+    #[test]
+    fn batchwise_groups_hold_distinct_documents_of_their_query() {
+        let data = LtrDataset {
+            features: (0..50).map(|x| x as f32).collect(),
+            num_features: 1,
+            relevance: (0..50).map(|x| (x % 3) as u8).collect(),
+            query_bounds: vec![0, 10, 30, 50],
+        };
+        let mut s = BatchwiseSampler::new(&data, 6, Rng::new(8), Shard::WHOLE, "s").unwrap();
+        let mut seen = std::collections::BTreeSet::new();
+        for _ in 0..50 {
+            let Batch::Batchwise(b) = s.next_batch(3).unwrap() else {
+                panic!("batchwise expected")
+            };
+            for group in values(&b.input).chunks(6) {
+                let docs: std::collections::BTreeSet<i64> =
+                    group.iter().map(|&x| x as i64).collect();
+                assert_eq!(docs.len(), 6, "{group:?}");
+                let query = data
+                    .query_bounds
+                    .windows(2)
+                    .position(|q| (q[0] as f32..q[1] as f32).contains(&group[0]))
+                    .unwrap();
+                let (lo, hi) = (
+                    data.query_bounds[query] as i64,
+                    data.query_bounds[query + 1] as i64,
+                );
+                assert!(docs.iter().all(|d| (lo..hi).contains(d)));
+                assert_eq!(group[0] as i64 % 3, 2, "opens with a top-grade document");
+                seen.extend(docs);
+            }
+        }
+        assert_eq!(seen.len(), 50, "every document is drawn at some point");
     }
 }

@@ -56,13 +56,14 @@ impl TokenTriplets {
     /// A libtorch error.
     pub fn batch(&self, rows: &[usize]) -> Result<PairwiseBatch> {
         let it = || rows.iter().copied();
+        let query = self.query.batch(it())?;
         Ok(PairwiseBatch {
             positive: ScoreInput::Text {
-                query: self.query.batch(it())?,
+                query: query.shallow_clone(),
                 document: self.positive.batch(it())?,
             },
             negative: ScoreInput::Text {
-                query: self.query.batch(it())?,
+                query,
                 document: self.negative.batch(it())?,
             },
         })

@@ -288,3 +288,64 @@ impl Trainer for LossTrainer {
             .restore(&state["sampler"], "learner.trainer.sampler")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::MlpScorerConfig;
+    use crate::losses::HingeLoss;
+    use crate::models::MlpScorer;
+    use crate::rng::Rng;
+
+    /// The reference's validation iterator yields items again (D9/scenario 29); ours sees each
+    /// held-out pair exactly once whatever the chunk size, so the mean cannot depend on it.
+    #[test]
+    fn validation_sees_each_pair_once_whatever_the_chunk() {
+        let data = LtrDataset {
+            features: vec![0.3, -1.2, 0.8, 2.0, -0.4, 1.1, 0.0],
+            num_features: 1,
+            relevance: vec![2, 1, 0, 1, 0, 1, 0],
+            query_bounds: vec![0, 3, 5, 7],
+        };
+        let pairs = EvaluationPairs::new(&data).unwrap();
+        assert_eq!(pairs.pairs.len(), 5);
+        let model = MlpScorer::new(
+            &MlpScorerConfig {
+                input_dim: 1,
+                hidden_dims: vec![4],
+            },
+            &mut Rng::new(3),
+        )
+        .unwrap();
+        let losses = LossSet::new(
+            vec![AnyLoss::Pairwise(Box::new(HingeLoss {
+                weight: 1.0,
+                margin: 1.0,
+            }))],
+            RecordKind::Pairwise,
+            "t",
+        )
+        .unwrap();
+        let whole = losses.evaluate(&model, &pairs, 5, "v").unwrap().0;
+        let one_by_one: f64 = pairs
+            .pairs
+            .iter()
+            .map(|p| {
+                let single = EvaluationPairs {
+                    features: pairs.features.shallow_clone(),
+                    pairs: vec![*p],
+                };
+                losses.evaluate(&model, &single, 1, "v").unwrap().0
+            })
+            .sum::<f64>()
+            / 5.0;
+        for chunk in 1..=6 {
+            let mean = losses.evaluate(&model, &pairs, chunk, "v").unwrap().0;
+            assert!(
+                (mean - whole).abs() < 1e-6,
+                "chunk {chunk}: {mean} vs {whole}"
+            );
+        }
+        assert!((one_by_one - whole).abs() < 1e-6);
+    }
+}
