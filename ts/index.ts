@@ -12,6 +12,18 @@ export * as types from "./config/types.js";
 export { identifierOf, markAsOutputOf, setMeta } from "./config/identity.js";
 export * from "./errors.js";
 export {
+  defineSampler,
+  inMemoryLtrDataset,
+  type InMemoryArrays,
+  type PairwiseRecord,
+  type PointwiseRecord,
+  type RecordOf,
+  type SamplerBehaviour,
+  type SamplerContext,
+  type SamplerKind,
+  type TripletRecord,
+} from "./samplers.js";
+export {
   learn,
   type BestCheckpoint,
   type EpochReport,

@@ -5,7 +5,9 @@ import { ValidationSettings } from "./config/classes/validation.js";
 import { markAsOutputOf } from "./config/identity.js";
 import type { Learner } from "./config/classes/learner.js";
 import { TYPE_KEY, configClassOf } from "./config/class.js";
-import { JS_HOOK, JS_LISTENER, type Wire, toWire } from "./config/wire.js";
+import { JS_DATASET, JS_HOOK, JS_LISTENER, JS_SAMPLER, type Wire, toWire } from "./config/wire.js";
+import { InMemoryLtrDataset } from "./config/classes/builtin.js";
+import { RecordStream, type SamplerKind, packRecords, packedDataset, samplerBehaviour } from "./samplers.js";
 import { type HookBehaviour, type HookState, hookBehaviour } from "./hooks.js";
 import { type NativeErrorPayload, fromNative } from "./errors.js";
 import { type ListenerBehaviour, type ListenerState, listenerBehaviour, toReply } from "./listeners.js";
@@ -110,7 +112,11 @@ type NativeEvent =
   | { kind: "epoch"; report: EpochReport }
   | { kind: "warning"; message: string }
   | { kind: "listener"; replyId: number; id: string; state: ListenerState }
-  | { kind: "hook"; replyId: number; key: string; phase: "before" | "after"; progress: HookState };
+  | { kind: "hook"; replyId: number; key: string; phase: "before" | "after"; progress: HookState }
+  | { kind: "data"; replyId: number; request: DataRequest };
+type DataRequest =
+  | { kind: "dataset"; key: string }
+  | { kind: "records"; key: string; start: number; count: number; rank: number; world: number };
 type StoredResult = Omit<LearnResult, "jobDir" | "identifier" | "cached" | "loaders">;
 
 /** The Learner's output as loaders marked as its outputs. */
@@ -170,10 +176,14 @@ function interruptions(binding: NativeBinding, runId: number, options: LearnOpti
   };
 }
 
-/** What runs on the JavaScript side of one run: listeners by id, hooks by key. */
+/** What runs on the JavaScript side of one run: listeners by id, hooks, samplers and datasets by key. */
 interface JsSide {
   readonly listeners: Map<string, { config: object; behaviour: ListenerBehaviour<object> }>;
   readonly hooks: Map<string, { config: object; behaviour: HookBehaviour<object> }>;
+  readonly samplers: Map<string, { kind: SamplerKind; stream: RecordStream }>;
+  readonly datasets: Map<string, object>;
+  /** The Learner's seed, given to samplers. */
+  readonly seed: number;
 }
 
 /** Stand-ins for what is written in TypeScript, registered in `side` as they are met. */
@@ -185,6 +195,17 @@ function standIns(side: JsSide): (config: object) => Wire | undefined {
       const id = (config as { id: string }).id;
       side.listeners.set(id, { config, behaviour: listener });
       return { [TYPE_KEY]: JS_LISTENER, id, class: typeId };
+    }
+    const sampler = samplerBehaviour(config);
+    if (sampler) {
+      const key = `${side.samplers.size}:${typeId}`;
+      side.samplers.set(key, { kind: sampler.kind, stream: new RecordStream(config, sampler, side.seed) });
+      return { [TYPE_KEY]: JS_SAMPLER, key, class: typeId, kind: sampler.kind };
+    }
+    if (InMemoryLtrDataset.is(config)) {
+      const key = `${side.datasets.size}:${config.id}`;
+      side.datasets.set(key, config);
+      return { [TYPE_KEY]: JS_DATASET, key };
     }
     const hook = hookBehaviour(config);
     if (hook) {
@@ -205,6 +226,8 @@ async function answer(binding: NativeBinding, side: JsSide, event: Extract<Nativ
       if (!listener) throw new Error(`no TypeScript listener with id ${JSON.stringify(event.id)}`);
       const reply = toReply(await listener.behaviour.call(listener.config, event.state));
       text = JSON.stringify({ ok: true, reply: { ...reply, output: reply.output ?? null } });
+    } else if (event.kind === "data") {
+      text = JSON.stringify({ ok: true, reply: await answerData(side, event.request) });
     } else {
       const hook = side.hooks.get(event.key);
       if (!hook) throw new Error(`no TypeScript hook with key ${JSON.stringify(event.key)}`);
@@ -217,9 +240,23 @@ async function answer(binding: NativeBinding, side: JsSide, event: Extract<Nativ
   binding.reply(event.replyId, text);
 }
 
+/** Records of a TypeScript sampler, or the arrays of an in-memory dataset, packed for the core. */
+async function answerData(side: JsSide, request: DataRequest): Promise<unknown> {
+  if (request.kind === "dataset") {
+    const config = side.datasets.get(request.key);
+    const packed = config && packedDataset(config);
+    if (!packed) throw new Error(`no arrays for in-memory dataset ${JSON.stringify(request.key)}: create it with inMemoryLtrDataset({...})`);
+    return packed;
+  }
+  const sampler = side.samplers.get(request.key);
+  if (!sampler) throw new Error(`no TypeScript sampler with key ${JSON.stringify(request.key)}`);
+  const records = await sampler.stream.take(request.start, request.count, request.rank, request.world);
+  return packRecords(sampler.kind, records);
+}
+
 async function train(config: LearnerConfig, job: Job, options: LearnOptions): Promise<StoredResult> {
   const { binding } = loadNative();
-  const side: JsSide = { listeners: new Map(), hooks: new Map() };
+  const side: JsSide = { listeners: new Map(), hooks: new Map(), samplers: new Map(), datasets: new Map(), seed: config.random.seed };
   const wire = toWire(config, job.paths, standIns(side));
   // A throwing callback must not become an uncaught exception that kills the process: keep the
   // first error and raise it from learn() itself.
@@ -227,7 +264,7 @@ async function train(config: LearnerConfig, job: Job, options: LearnOptions): Pr
   const onEvent = (text: string): void => {
     try {
       const event = JSON.parse(text) as NativeEvent;
-      if (event.kind === "listener" || event.kind === "hook") void answer(binding, side, event);
+      if (event.kind === "listener" || event.kind === "hook" || event.kind === "data") void answer(binding, side, event);
       else if (event.kind === "epoch") options.onEpoch?.(event.report);
       else if (event.kind === "warning") (options.onWarning ?? ((m: string) => console.warn(`xpm-torch: ${m}`)))(event.message);
       else options.onProgress?.(event.progress);

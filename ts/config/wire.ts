@@ -4,6 +4,8 @@ import type { GeneratedPaths } from "./identity.js";
 /** The type ids under which the core runs listeners and hooks written in TypeScript. */
 export const JS_LISTENER = "xpm_torch.listeners.JsListener";
 export const JS_HOOK = "xpm_torch.hooks.JsHook";
+export const JS_SAMPLER = "xpm_torch.samplers.JsSampler";
+export const JS_DATASET = "xpm_torch.data.JsDataset";
 
 export type Wire = null | boolean | number | string | Wire[] | { [key: string]: Wire };
 

@@ -1,13 +1,14 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc::{channel, Sender};
-use std::sync::{LazyLock, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
 use napi::bindgen_prelude::Status;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi_derive::napi;
 use serde_json::json;
+use xpm_torch_core::data::JsData;
 use xpm_torch_core::learner::{EpochReport, JsListenerReply, ListenerView, Observer, StepProgress};
 use xpm_torch_core::{Error, Result};
 
@@ -28,21 +29,13 @@ pub fn reply(reply_id: u32, reply_json: String) -> bool {
     sender.is_some_and(|s| s.send(reply_json).is_ok())
 }
 
-/// Forwards the loop's reports to JavaScript (every epoch; steps at most every 100 ms) and runs
-/// the listeners written in JavaScript, waiting for their answers.
-pub struct JsObserver {
+/// The JavaScript side of a run: events out, requests answered through [`reply`]. Shared with
+/// the threads that prepare batches, so samplers written in TypeScript can ask for records.
+struct JsBridge {
     callback: Option<EventCallback>,
-    last_step_event: Option<Instant>,
 }
 
-impl JsObserver {
-    pub fn new(callback: Option<EventCallback>) -> Self {
-        JsObserver {
-            callback,
-            last_step_event: None,
-        }
-    }
-
+impl JsBridge {
     fn send(&self, event: serde_json::Value) {
         if let Some(cb) = &self.callback {
             cb.call(event.to_string(), ThreadsafeFunctionCallMode::NonBlocking);
@@ -87,6 +80,36 @@ impl JsObserver {
     }
 }
 
+impl JsData for JsBridge {
+    fn request(&self, request: serde_json::Value, what: &str) -> Result<serde_json::Value> {
+        self.ask(json!({ "kind": "data", "request": request }), what)
+    }
+}
+
+/// Forwards the loop's reports to JavaScript (every epoch; steps at most every 100 ms) and runs
+/// the listeners, hooks and samplers written in JavaScript, waiting for their answers.
+pub struct JsObserver {
+    bridge: Arc<JsBridge>,
+    last_step_event: Option<Instant>,
+}
+
+impl JsObserver {
+    pub fn new(callback: Option<EventCallback>) -> Self {
+        JsObserver {
+            bridge: Arc::new(JsBridge { callback }),
+            last_step_event: None,
+        }
+    }
+
+    fn send(&self, event: serde_json::Value) {
+        self.bridge.send(event);
+    }
+
+    fn ask(&self, event: serde_json::Value, what: &str) -> Result<serde_json::Value> {
+        self.bridge.ask(event, what)
+    }
+}
+
 impl Observer for JsObserver {
     fn on_step(&mut self, progress: StepProgress) -> Result<()> {
         let due = self
@@ -102,6 +125,13 @@ impl Observer for JsObserver {
     fn on_epoch(&mut self, report: &EpochReport) -> Result<()> {
         self.send(json!({ "kind": "epoch", "report": report }));
         Ok(())
+    }
+
+    fn js_data(&self) -> Option<Arc<dyn JsData>> {
+        self.bridge
+            .callback
+            .is_some()
+            .then(|| self.bridge.clone() as Arc<dyn JsData>)
     }
 
     fn warning(&mut self, message: &str) {

@@ -44,17 +44,34 @@ export const LetorDataset = defineConfig(
   { extends: SampleIterator },
 );
 
+/**
+ * A learning-to-rank dataset held in TypedArrays in this process: create it with
+ * `inMemoryLtrDataset({...})`, which attaches the arrays. `id` says what the data is (the arrays
+ * do not enter identifiers).
+ */
+export const InMemoryLtrDataset = defineConfig(
+  "xpm_torch.data.InMemoryLtrDataset",
+  {
+    id: param(str((s) => s.min(1))).help("What the data is"),
+    num_features: param(int((s) => s.min(1))),
+  },
+  { extends: SampleIterator },
+);
+
+/** The learning-to-rank datasets. */
+const ltrDataset = () => configOf(SyntheticLtrDataset, LetorDataset, InMemoryLtrDataset);
+
 /** Preference pairs (a more and a less relevant document of one query) from a dataset. */
 export const PairwiseSampler = defineConfig(
   "xpm_torch.samplers.PairwiseSampler",
-  { dataset: param(configOf(SyntheticLtrDataset, LetorDataset)) },
+  { dataset: param(ltrDataset()) },
   { extends: Sampler },
 );
 
 /** Every document of a dataset with its relevance (grade / top grade): pointwise records. */
 export const PointwiseSampler = defineConfig(
   "xpm_torch.samplers.PointwiseSampler",
-  { dataset: param(configOf(SyntheticLtrDataset, LetorDataset)) },
+  { dataset: param(ltrDataset()) },
   { extends: Sampler },
 );
 
@@ -65,7 +82,7 @@ export const PointwiseSampler = defineConfig(
 export const BatchwiseSampler = defineConfig(
   "xpm_torch.samplers.BatchwiseSampler",
   {
-    dataset: param(configOf(SyntheticLtrDataset, LetorDataset)),
+    dataset: param(ltrDataset()),
     group_size: param(int((s) => s.min(2))).default(8, { ignoreDefault: true }).help("Documents per query group"),
   },
   { extends: Sampler },
@@ -129,7 +146,7 @@ export const RANK_METRIC = /^(pairwise_accuracy|mrr|ndcg(@[1-9][0-9]*)?)$/;
 export const RankingValidationListener = defineConfig(
   "xpm_torch.listeners.RankingValidationListener",
   {
-    dataset: param(configOf(SyntheticLtrDataset, LetorDataset)),
+    dataset: param(ltrDataset()),
     metrics: param(dict(bool())).default({ "ndcg@10": true, mrr: false, pairwise_accuracy: false }, { ignoreDefault: true }),
     warmup: param(int((s) => s.min(-1))).default(-1, { ignoreDefault: true }),
     validation_interval: param(int((s) => s.min(1))).default(1, { ignoreDefault: true }),

@@ -16,7 +16,29 @@ config_enum! {
         Batchwise(BatchwiseSamplerConfig) = "xpm_torch.samplers.BatchwiseSampler",
         /// `xpm_torch.samplers.TokenTripletSampler`.
         TokenTriplets(TokenTripletSamplerConfig) = "xpm_torch.samplers.TokenTripletSampler",
+        /// A sampler written in TypeScript.
+        Js(JsSamplerConfig) = "xpm_torch.samplers.JsSampler",
     }
+}
+
+/// A sampler written in TypeScript: the core asks for a batch of records at a time.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct JsSamplerConfig {
+    /// The key the JavaScript side knows it by.
+    pub key: String,
+    /// Its own type id (for messages).
+    pub class: String,
+    /// `pairwise` (feature pairs), `pointwise` (features and relevance) or `triplets` (token ids).
+    pub kind: String,
+}
+
+/// A dataset held in TypedArrays on the JavaScript side, copied once when the run is built.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct JsDatasetConfig {
+    /// The key the JavaScript side knows it by.
+    pub key: String,
 }
 
 /// Groups of documents per query (batchwise records).
@@ -95,6 +117,8 @@ config_enum! {
         Synthetic(SyntheticLtrConfig) = "xpm_torch.data.SyntheticLtrDataset",
         /// `xpm_torch.data.LetorDataset`.
         Letor(LetorDatasetConfig) = "xpm_torch.data.LetorDataset",
+        /// A dataset held in TypedArrays on the JavaScript side.
+        Js(JsDatasetConfig) = "xpm_torch.data.JsDataset",
     }
 }
 

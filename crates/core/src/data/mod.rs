@@ -1,6 +1,7 @@
 //! Records, datasets and samplers.
 
 mod inputs;
+mod js;
 mod letor;
 mod ltr;
 mod pass;
@@ -11,6 +12,7 @@ mod synthetic;
 mod triplets;
 
 pub use inputs::*;
+pub use js::*;
 pub use letor::*;
 pub use ltr::*;
 pub use pass::*;

@@ -2,6 +2,7 @@
 //! structural hooks, trainer, optimizers, listeners.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use super::hooks::{apply_structural_hooks, GradientHook};
 use super::listeners::best::{BestTracker, Direction, ValidationSchedule};
@@ -14,8 +15,9 @@ use crate::config::{
     OptimizerConfig, SamplerConfig, TrainerConfig, TrainingHookConfig,
 };
 use crate::data::{
-    load_triplets, read_letor, synthetic_ltr, BatchSource, BatchwiseSampler, LtrDataset,
-    PairwiseSampler, PointwiseSampler, RecordKind, Sampler, ScoreInput, Shard, TokenTripletSampler,
+    js_dataset, load_triplets, read_letor, synthetic_ltr, BatchSource, BatchwiseSampler, JsData,
+    JsSampler, LtrDataset, PairwiseSampler, PointwiseSampler, RecordKind, Sampler, ScoreInput,
+    Shard, TokenTripletSampler,
 };
 use crate::losses::batchwise::{
     CrossEntropyLoss as BatchwiseCrossEntropyLoss, SoftmaxCrossEntropy,
@@ -46,8 +48,22 @@ fn unsupported(path: impl Into<String>, type_id: &str) -> Error {
     )
 }
 
-fn dataset(config: &DatasetConfig, path: &str) -> Result<LtrDataset> {
+/// The way to the JavaScript side of the run, when there is one.
+pub(crate) type Js = Option<Arc<dyn JsData>>;
+
+fn no_js(path: &str, what: &str) -> Error {
+    Error::config(
+        path,
+        format!("{what} is written in TypeScript, but this run has no JavaScript side"),
+    )
+}
+
+fn dataset(config: &DatasetConfig, js: &Js, path: &str) -> Result<LtrDataset> {
     match config {
+        DatasetConfig::Js(c) => match js {
+            Some(js) => js_dataset(js.as_ref(), &c.key, path),
+            None => Err(no_js(path, "this dataset")),
+        },
         DatasetConfig::Synthetic(c) => synthetic_ltr(c, path),
         DatasetConfig::Letor(c) => Ok(read_letor(
             std::path::Path::new(&c.path),
@@ -106,8 +122,14 @@ fn loss_set(
 }
 
 /// The sampler `config` describes, at `path`, drawing with `rng` from its `shard`.
-fn sampler(config: &SamplerConfig, rng: Rng, shard: Shard, path: &str) -> Result<Box<dyn Sampler>> {
-    let data = |d: &DatasetConfig| dataset(d, &format!("{path}.dataset"));
+fn sampler(
+    config: &SamplerConfig,
+    js: &Js,
+    rng: Rng,
+    shard: Shard,
+    path: &str,
+) -> Result<Box<dyn Sampler>> {
+    let data = |d: &DatasetConfig| dataset(d, js, &format!("{path}.dataset"));
     Ok(match config {
         SamplerConfig::Pairwise(c) => {
             Box::new(PairwiseSampler::new(&data(&c.dataset)?, rng, shard, path)?)
@@ -126,11 +148,26 @@ fn sampler(config: &SamplerConfig, rng: Rng, shard: Shard, path: &str) -> Result
             let triplets = load_triplets(&c.triplets, &format!("{path}.triplets"))?;
             Box::new(TokenTripletSampler::new(triplets, rng, shard, path)?)
         }
+        SamplerConfig::Js(c) => {
+            let kind = match c.kind.as_str() {
+                "pairwise" | "triplets" => RecordKind::Pairwise,
+                "pointwise" => RecordKind::Pointwise,
+                other => {
+                    return Err(Error::config(
+                        format!("{path}.kind"),
+                        format!("unknown record kind {other:?} (pairwise, pointwise, triplets)"),
+                    ))
+                }
+            };
+            let js = js.clone().ok_or_else(|| no_js(path, &c.class))?;
+            Box::new(JsSampler::new(js, &c.key, kind, shard))
+        }
     })
 }
 
 fn loss_trainer(
     config: &LossTrainerConfig,
+    js: &Js,
     seed: u64,
     output: OutputType,
     path: &str,
@@ -150,6 +187,7 @@ fn loss_trainer(
     let rng = Rng::derive(seed, &format!("{path}/sampler"));
     let sampler = sampler(
         &config.sampler,
+        js,
         rng,
         Shard::WHOLE,
         &format!("{path}.sampler"),
@@ -169,12 +207,13 @@ fn loss_trainer(
 
 fn trainer(
     config: &TrainerConfig,
+    js: &Js,
     seed: u64,
     output: OutputType,
     path: &str,
 ) -> Result<Box<dyn Trainer>> {
     match config {
-        TrainerConfig::Loss(t) => loss_trainer(t, seed, output, path),
+        TrainerConfig::Loss(t) => loss_trainer(t, js, seed, output, path),
         TrainerConfig::Multiple(m) => {
             if !m.hooks.is_empty() {
                 return Err(unsupported(
@@ -188,7 +227,7 @@ fn trainer(
                 .map(|(name, t)| {
                     Ok((
                         name.clone(),
-                        trainer(t, seed, output, &format!("{path}.trainers.{name}"))?,
+                        trainer(t, js, seed, output, &format!("{path}.trainers.{name}"))?,
                     ))
                 })
                 .collect::<Result<Vec<_>>>()?;
@@ -268,7 +307,12 @@ fn optimizers(config: &LearnerConfig, model: &dyn Model, frozen: &[String]) -> R
     Ok(Optimizers::new(entries))
 }
 
-fn listener(config: &ListenerConfig, i: usize, output: OutputType) -> Result<Box<dyn Listener>> {
+fn listener(
+    config: &ListenerConfig,
+    i: usize,
+    output: OutputType,
+    js: &Js,
+) -> Result<Box<dyn Listener>> {
     let path = format!("learner.listeners[{i}]");
     let positive = |v: u64, field: &str| -> Result<u64> {
         if v == 0 {
@@ -294,7 +338,7 @@ fn listener(config: &ListenerConfig, i: usize, output: OutputType) -> Result<Box
     };
     Ok(match config {
         ListenerConfig::Ranking(c) => {
-            let data = dataset(&c.dataset, &format!("{path}.dataset"))?;
+            let data = dataset(&c.dataset, js, &format!("{path}.dataset"))?;
             let metrics = c
                 .metrics
                 .keys()
@@ -327,7 +371,7 @@ fn listener(config: &ListenerConfig, i: usize, output: OutputType) -> Result<Box
             })
         }
         ListenerConfig::ValidationLoss(c) => {
-            let data = dataset(&c.data, &format!("{path}.data"))?;
+            let data = dataset(&c.data, js, &format!("{path}.data"))?;
             let model = c
                 .bestpath
                 .as_ref()
@@ -371,7 +415,7 @@ pub(crate) fn js_hooks(config: &LearnerConfig) -> Vec<JsHookConfig> {
         .collect()
 }
 
-pub(crate) fn build(config: &LearnerConfig) -> Result<Run> {
+pub(crate) fn build(config: &LearnerConfig, js: &Js) -> Result<Run> {
     let seed = config.random.seed;
     let ModelConfig::Mlp(mlp) = &config.model;
     let mut model: Box<dyn Model> =
@@ -387,14 +431,14 @@ pub(crate) fn build(config: &LearnerConfig) -> Result<Run> {
     }
 
     let output = model.output_type();
-    let trainer = trainer(&config.trainer, seed, output, "learner.trainer")?;
+    let trainer = trainer(&config.trainer, js, seed, output, "learner.trainer")?;
     let optimizers = optimizers(config, model.as_ref(), &frozen)?;
     let gradient_hooks = config.hooks.iter().map(GradientHook::new).collect();
     let listeners = config
         .listeners
         .iter()
         .enumerate()
-        .map(|(i, l)| listener(l, i, output))
+        .map(|(i, l)| listener(l, i, output, js))
         .collect::<Result<Vec<_>>>()?;
     let lr_metrics = (1..=config.optimizers.len())
         .map(|i| format!("gradient/scheduler/{i}/1"))

@@ -70,6 +70,10 @@ pub trait Observer {
     }
     /// Something the user should know that does not stop the run (a skipped checkpoint, ...).
     fn warning(&mut self, _message: &str) {}
+    /// The way to data held or generated on the JavaScript side, if there is one.
+    fn js_data(&self) -> Option<std::sync::Arc<dyn crate::data::JsData>> {
+        None
+    }
     /// Runs the JavaScript listener `id` and waits for its vote.
     ///
     /// # Errors

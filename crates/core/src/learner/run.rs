@@ -230,7 +230,8 @@ fn resume(
     observer: &mut dyn Observer,
     warnings: &mut Vec<String>,
 ) -> Result<(Run, Progress, Option<String>)> {
-    let mut run = build(config)?;
+    let js = observer.js_data();
+    let mut run = build(config, &js)?;
     let empty = Progress {
         epoch: 0,
         step: 0,
@@ -256,7 +257,7 @@ fn resume(
                 observer.warning(&message);
                 warnings.push(message);
                 // A failed restore may have changed some of the run: start from a fresh one.
-                run = build(config)?;
+                run = build(config, &js)?;
             }
         }
     }

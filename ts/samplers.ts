@@ -1,0 +1,226 @@
+import { type ClassOptions, type Config, type ConfigClass, defineConfig, lookupByClass } from "./config/class.js";
+import { Sampler } from "./config/classes/base.js";
+import { InMemoryLtrDataset } from "./config/classes/builtin.js";
+import type { ConfigOf } from "./config/class.js";
+import type { Params, ValuesOf } from "./config/declare.js";
+
+/** Record kinds a sampler written in TypeScript can yield. */
+export type SamplerKind = "pairwise" | "pointwise" | "triplets";
+
+/** A preference pair of feature vectors (the same width for every record). */
+export interface PairwiseRecord {
+  readonly positive: ArrayLike<number>;
+  readonly negative: ArrayLike<number>;
+}
+
+/** A document's feature vector and its relevance in [0, 1]. */
+export interface PointwiseRecord {
+  readonly features: ArrayLike<number>;
+  readonly relevance: number;
+}
+
+/** Token ids of a query, a preferred document and another (0 is padding). */
+export interface TripletRecord {
+  readonly query: ArrayLike<number>;
+  readonly positive: ArrayLike<number>;
+  readonly negative: ArrayLike<number>;
+}
+
+/** The record type of a kind. */
+export type RecordOf<K extends SamplerKind> = K extends "pairwise" ? PairwiseRecord : K extends "pointwise" ? PointwiseRecord : TripletRecord;
+
+/** What a sampler's generator is given. */
+export interface SamplerContext {
+  /** The Learner's seed. */
+  readonly seed: number;
+  /** Which pass over the records this is, from 0. */
+  readonly pass: number;
+}
+
+/**
+ * The behaviour of a sampler written in TypeScript. `records` yields one pass of records; it is
+ * called again, with the next `pass`, when a pass ends. The core pulls a batch of records per
+ * request (ahead of training when the trainer has `num_workers`), so the loop never waits on
+ * JavaScript per record. Resuming a run replays the generator and skips the records already
+ * consumed: give the same records for the same seed and pass. In a distributed run each rank
+ * keeps every world-th record.
+ */
+export interface SamplerBehaviour<V, K extends SamplerKind> {
+  readonly kind: K;
+  records(self: V, context: SamplerContext): AsyncIterable<RecordOf<K>> | Iterable<RecordOf<K>>;
+}
+
+type AnyBehaviour = SamplerBehaviour<never, SamplerKind>;
+const behaviours = new WeakMap<object, AnyBehaviour>();
+
+/** Declares a sampler class whose records come from a (possibly async) generator in TypeScript. */
+export function defineSampler<const Id extends string, P extends Params, K extends SamplerKind>(
+  typeId: Id,
+  params: P,
+  behaviour: SamplerBehaviour<Config<Id, ValuesOf<P>>, K>,
+  options: Omit<ClassOptions<P>, "extends"> = {},
+): ConfigClass<Id, P> {
+  const cls = defineConfig(typeId, params, { ...options, extends: Sampler } as never) as unknown as ConfigClass<Id, P>;
+  behaviours.set(cls, behaviour as AnyBehaviour);
+  return cls;
+}
+
+/** The TypeScript behaviour of a sampler configuration, if it has one. */
+export function samplerBehaviour(config: object): SamplerBehaviour<object, SamplerKind> | undefined {
+  return lookupByClass(behaviours, config) as SamplerBehaviour<object, SamplerKind> | undefined;
+}
+
+/** Arrays of a dataset held in memory. */
+export interface InMemoryArrays {
+  /** What the data is: it enters the experiment's identifier, the arrays do not. */
+  readonly id: string;
+  /** Row-major `documents × numFeatures` features. */
+  readonly features: Float32Array;
+  readonly numFeatures: number;
+  /** Graded relevance (an integer 0–255) of each document. */
+  readonly relevance: ArrayLike<number>;
+  /** The query of each document; the documents of a query are contiguous. */
+  readonly queries: ArrayLike<number | string>;
+}
+
+/** The packed form the core receives. */
+interface PackedDataset {
+  readonly numFeatures: number;
+  readonly features: string;
+  readonly relevance: number[];
+  readonly queryBounds: number[];
+}
+
+const arrays = new WeakMap<object, PackedDataset>();
+
+/** A learning-to-rank dataset held in TypedArrays, copied once to the core when a run starts. */
+export function inMemoryLtrDataset(data: InMemoryArrays): ConfigOf<typeof InMemoryLtrDataset> {
+  const docs = data.relevance.length;
+  if (!Number.isInteger(data.numFeatures) || data.numFeatures < 1) throw new RangeError("inMemoryLtrDataset: numFeatures must be a positive integer");
+  if (data.features.length !== docs * data.numFeatures) {
+    throw new RangeError(`inMemoryLtrDataset: ${data.features.length} features for ${docs} documents of ${data.numFeatures} features`);
+  }
+  if (data.queries.length !== docs) throw new RangeError(`inMemoryLtrDataset: ${data.queries.length} query ids for ${docs} documents`);
+  const relevance = Array.from(data.relevance, (g, i) => {
+    if (!Number.isInteger(g) || g < 0 || g > 255) throw new RangeError(`inMemoryLtrDataset: relevance[${i}] = ${g} is not an integer grade 0–255`);
+    return g;
+  });
+  const queryBounds = [0];
+  const seen = new Set<number | string>();
+  for (let i = 1; i <= docs; i++) {
+    if (i === docs || data.queries[i] !== data.queries[i - 1]) {
+      const q = data.queries[i - 1]!;
+      if (seen.has(q)) throw new RangeError(`inMemoryLtrDataset: the documents of query ${String(q)} are not contiguous (again at ${i - 1})`);
+      seen.add(q);
+      queryBounds.push(i);
+    }
+  }
+  if (docs === 0) throw new RangeError("inMemoryLtrDataset: no document");
+  const config = InMemoryLtrDataset.C({ id: data.id, num_features: data.numFeatures });
+  const bytes = Buffer.from(data.features.buffer, data.features.byteOffset, data.features.byteLength);
+  arrays.set(config, { numFeatures: data.numFeatures, features: bytes.toString("base64"), relevance, queryBounds });
+  return config;
+}
+
+/** The arrays of an in-memory dataset, as the core reads them. */
+export function packedDataset(config: object): PackedDataset | undefined {
+  return arrays.get(config);
+}
+
+const base64 = (values: ArrayLike<number>[], what: string): string => {
+  const width = values[0]?.length ?? 0;
+  const out = new Float32Array(values.length * width);
+  values.forEach((v, i) => {
+    if (v.length !== width) throw new RangeError(`${what}: record ${i} has ${v.length} values, the first had ${width}`);
+    out.set(v, i * width);
+  });
+  return Buffer.from(out.buffer).toString("base64");
+};
+
+function tokens(values: ArrayLike<number>[], name: string): Record<string, number[]> {
+  const ids: number[] = [];
+  const lengths: number[] = [];
+  for (const v of values) {
+    for (let i = 0; i < v.length; i++) ids.push(v[i]!);
+    lengths.push(v.length);
+  }
+  return { [name]: ids, [`${name}Lengths`]: lengths };
+}
+
+/** Records of one kind, packed for the core. */
+export function packRecords(kind: SamplerKind, records: readonly unknown[]): Record<string, unknown> {
+  const count = records.length;
+  if (kind === "pairwise") {
+    const rs = records as PairwiseRecord[];
+    return { type: "pairwise", count, positive: base64(rs.map((r) => r.positive), "positive"), negative: base64(rs.map((r) => r.negative), "negative") };
+  }
+  if (kind === "pointwise") {
+    const rs = records as PointwiseRecord[];
+    return { type: "pointwise", count, features: base64(rs.map((r) => r.features), "features"), relevance: base64([rs.map((r) => r.relevance)], "relevance") };
+  }
+  const rs = records as TripletRecord[];
+  return { type: "triplets", count, ...tokens(rs.map((r) => r.query), "query"), ...tokens(rs.map((r) => r.positive), "positive"), ...tokens(rs.map((r) => r.negative), "negative") };
+}
+
+/**
+ * The endless record stream of one TypeScript sampler (its passes one after the other), read
+ * by one rank: rank `r` of `w` keeps the records whose stream index is `r` modulo `w`.
+ */
+export class RecordStream {
+  private iterator: AsyncIterator<unknown> | Iterator<unknown> | undefined;
+  private pass = 0;
+  private inPass = 0;
+  /** Records of this rank already handed out. */
+  private local = 0;
+  private global = 0;
+
+  constructor(
+    private readonly config: object,
+    private readonly behaviour: SamplerBehaviour<object, SamplerKind>,
+    private readonly seed: number,
+  ) {}
+
+  private open(pass: number): void {
+    const iterable = this.behaviour.records(this.config, { seed: this.seed, pass });
+    this.iterator = Symbol.asyncIterator in iterable ? iterable[Symbol.asyncIterator]() : (iterable as Iterable<unknown>)[Symbol.iterator]();
+    this.pass = pass;
+    this.inPass = 0;
+  }
+
+  private async nextGlobal(): Promise<unknown> {
+    for (;;) {
+      if (this.iterator === undefined) this.open(0);
+      const step = await this.iterator!.next();
+      if (!step.done) {
+        this.inPass += 1;
+        this.global += 1;
+        return step.value;
+      }
+      if (this.inPass === 0) throw new Error(`pass ${this.pass} yielded no record`);
+      this.open(this.pass + 1);
+    }
+  }
+
+  /** `count` records of rank `rank` of `world`, starting at its `start`-th record. */
+  async take(start: number, count: number, rank: number, world: number): Promise<unknown[]> {
+    if (start !== this.local || this.iterator === undefined) {
+      // A restored or restarted run: replay from the beginning.
+      this.iterator = undefined;
+      this.global = 0;
+      this.local = 0;
+      while (this.local < start) {
+        await this.nextOfRank(rank, world);
+      }
+    }
+    const out: unknown[] = [];
+    while (out.length < count) out.push(await this.nextOfRank(rank, world));
+    return out;
+  }
+
+  private async nextOfRank(rank: number, world: number): Promise<unknown> {
+    while (this.global % world !== rank) await this.nextGlobal();
+    const record = await this.nextGlobal();
+    this.local += 1;
+    return record;
+  }
+}
