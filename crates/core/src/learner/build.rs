@@ -22,6 +22,7 @@ use crate::optim::{
     schedule, Adam, Optimizer, Optimizers, ParameterFilter, ScheduledOptimizer, Sgd,
 };
 use crate::rng::Rng;
+use crate::runtime::{LossScaler, PlacedModel, Runtime};
 use crate::{Error, Result};
 
 pub(crate) struct Run {
@@ -32,6 +33,8 @@ pub(crate) struct Run {
     pub listeners: Vec<Box<dyn Listener>>,
     /// The metric of each optimizer's learning rate, made once rather than every step.
     pub lr_metrics: Vec<String>,
+    /// The dynamic loss scaler of `16-mixed`.
+    pub scaler: Option<LossScaler>,
 }
 
 /// A configuration this core can read but not run yet.
@@ -309,7 +312,7 @@ pub(crate) fn js_hooks(config: &LearnerConfig) -> Vec<JsHookConfig> {
         .collect()
 }
 
-pub(crate) fn build(config: &LearnerConfig) -> Result<Run> {
+pub(crate) fn build(config: &LearnerConfig, runtime: &Runtime) -> Result<Run> {
     let seed = config.random.seed;
     let ModelConfig::Mlp(mlp) = &config.model;
     let mut model: Box<dyn Model> =
@@ -323,6 +326,7 @@ pub(crate) fn build(config: &LearnerConfig) -> Result<Run> {
             let _ = p.tensor.set_requires_grad(false);
         }
     }
+    let model: Box<dyn Model> = Box::new(PlacedModel::new(model, runtime.clone())?);
 
     let trainer = trainer(&config.trainer, seed, "learner.trainer")?;
     let optimizers = optimizers(config, model.as_ref(), &frozen)?;
@@ -343,5 +347,6 @@ pub(crate) fn build(config: &LearnerConfig) -> Result<Run> {
         gradient_hooks,
         listeners,
         lr_metrics,
+        scaler: runtime.loss_scaler()?,
     })
 }

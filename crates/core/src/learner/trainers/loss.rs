@@ -147,7 +147,7 @@ impl Trainer for PairwiseLossTrainer {
             .f_sum(None)?;
         ctx.add_metric("accuracy", &correct, count)?;
         let loss = sums.weighted.f_div_scalar(count as f64)?;
-        loss.f_backward()?;
+        ctx.backward(&loss)?;
         Ok(loss.f_detach()?)
     }
 
