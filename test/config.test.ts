@@ -1,4 +1,4 @@
-import { describe, expect, expectTypeOf, it } from "vitest";
+import { afterEach, describe, expect, expectTypeOf, it, vi } from "vitest";
 
 import { TYPE_KEY, registeredClasses } from "../ts/config/class.js";
 import * as c from "../ts/config/classes/index.js";
@@ -80,8 +80,14 @@ const SPEC: Record<string, Expected> = {
   },
 };
 // Parameters of ours, after the spec's.
-const EXTENSIONS: Record<string, string[]> = { "xpm_torch.learner.Learner": ["checkpoint_keep"] };
-const META = ["id", "checkpoint_interval", "checkpoint_keep", "batcher", "num_nodes", "devices", "strategy", "accelerator"];
+const EXTENSIONS: Record<string, string[]> = {
+  "xpm_torch.learner.Learner": ["checkpoint_keep"],
+  "xpm_torch.configuration.FabricConfiguration": ["num_threads", "deterministic"],
+};
+const META = [
+  "id", "checkpoint_interval", "checkpoint_keep", "batcher", "num_nodes", "devices", "strategy", "accelerator", "num_threads",
+  "deterministic",
+];
 
 describe("the spec's configuration classes", () => {
   const byId = new Map(registeredClasses().map((cls) => [cls.typeId, cls]));
@@ -254,5 +260,39 @@ describe("JSON Schema export", () => {
     expect(learner.required).toEqual([TYPE_KEY, "random", "trainer", "model", "optimizers", "listeners"]);
     expect(learner.properties.logpath).toBeUndefined();
     expect(schema.$defs["xpm_torch.trainers.Trainer"]).toBeUndefined();
+  });
+});
+
+describe("FabricConfiguration", () => {
+  afterEach(() => vi.restoreAllMocks());
+
+  it("accepts legacy precisions with a deprecation warning, as written", () => {
+    const warn = vi.spyOn(process, "emitWarning").mockImplementation(() => undefined);
+    for (const [legacy, current] of Object.entries(c.LEGACY_PRECISIONS)) {
+      const fabric = c.FabricConfiguration.C({ precision: legacy as keyof typeof c.LEGACY_PRECISIONS });
+      // Kept as written: the Python reference hashes the spelling it was given.
+      expect(fabric.precision).toBe(legacy);
+      expect(warn).toHaveBeenLastCalledWith(`precision "${legacy}" is deprecated, write "${current}" (same meaning)`, {
+        type: "DeprecationWarning",
+        code: "XPM_TORCH_PRECISION",
+      });
+    }
+    expect(warn).toHaveBeenCalledTimes(4);
+    for (const current of c.CURRENT_PRECISIONS) c.FabricConfiguration.C({ precision: current });
+    expect(warn).toHaveBeenCalledTimes(4);
+  });
+
+  it("rejects any other precision at .C() time", () => {
+    const err = errorOf(() => c.FabricConfiguration.C({ precision: "8-true" as "32-true" }));
+    expect(err.message).toContain("precision");
+    expect(() => c.FabricConfiguration.C({ precision: "bf16-mixed " as "32-true" })).toThrow(ConfigError);
+    expect(() => c.FabricConfiguration.C({ num_threads: 0 })).toThrow(ConfigError);
+  });
+
+  it("keeps threads and determinism out of identifiers", () => {
+    const config = demoLearner();
+    const id = identifierOf(config);
+    const tuned = c.FabricConfiguration.C({ num_threads: 2, deterministic: true });
+    expect(identifierOf(c.Learner.C({ ...config, fabric_config: tuned }))).toBe(id);
   });
 });

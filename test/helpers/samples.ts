@@ -65,6 +65,8 @@ const fabric = () =>
     devices: "4",
     strategy: "ddp",
     accelerator: "cpu",
+    num_threads: 3,
+    deterministic: true,
   });
 const parameterOptimizer = () =>
   c.ParameterOptimizer.C({

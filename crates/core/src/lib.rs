@@ -13,6 +13,7 @@ pub mod losses;
 pub mod models;
 pub mod optim;
 pub mod rng;
+pub mod runtime;
 mod shim;
 
 pub use error::{Error, Result};

@@ -29,7 +29,7 @@ fn handles(tensors: &[Tensor]) -> Vec<*mut c_void> {
 }
 
 /// Turns the shim's returned message (null on success) into a result.
-fn checked(message: *mut c_char) -> Result<()> {
+pub(crate) fn checked(message: *mut c_char) -> Result<()> {
     if message.is_null() {
         return Ok(());
     }

@@ -1,6 +1,6 @@
 import { defineConfig } from "../class.js";
 import { meta, param } from "../declare.js";
-import { int, literal, str } from "../types.js";
+import { bool, int, literal, str } from "../types.js";
 
 /** `xpm_torch.configuration.Strategy`. */
 export const ConfigurationStrategy = defineConfig("xpm_torch.configuration.Strategy", {}, { abstract: true });
@@ -8,9 +8,24 @@ export const ConfigurationStrategy = defineConfig("xpm_torch.configuration.Strat
 /** `xpm_torch.configuration.FabricConfigurationBase`. */
 export const FabricConfigurationBase = defineConfig("xpm_torch.configuration.FabricConfigurationBase", {}, { abstract: true });
 
-export const PRECISIONS = ["32-true", "32", "16-mixed", "bf16-mixed", "16-true", "bf16-true", "64-true"] as const;
+/** The precisions a run accepts (Lightning's spellings). */
+export const CURRENT_PRECISIONS = ["32-true", "64-true", "bf16-true", "16-true", "bf16-mixed", "16-mixed"] as const;
 
-/** `xpm_torch.configuration.FabricConfiguration`: precision and devices of a run. */
+/** Older Lightning spellings, still accepted with a deprecation warning, and what they mean. */
+export const LEGACY_PRECISIONS = { "32": "32-true", "64": "64-true", "16": "16-mixed", bf16: "bf16-mixed" } as const;
+
+export const PRECISIONS = [...CURRENT_PRECISIONS, ...(Object.keys(LEGACY_PRECISIONS) as (keyof typeof LEGACY_PRECISIONS)[])] as const;
+
+/**
+ * `xpm_torch.configuration.FabricConfiguration`: precision and devices of a run.
+ *
+ * `num_threads` and `deterministic` are this port's own, declared Meta so that they never change
+ * an experiment's identifier (and left out of params.json while unset). Without `num_threads`,
+ * `OMP_NUM_THREADS` decides when set, else half the CPUs the process may use.
+ * `deterministic: true` turns on libtorch's deterministic algorithms (an error on an operation
+ * without a deterministic implementation); on CUDA, cuBLAS also needs
+ * `CUBLAS_WORKSPACE_CONFIG=:4096:8` in the environment before the process starts.
+ */
 export const FabricConfiguration = defineConfig(
   "xpm_torch.configuration.FabricConfiguration",
   {
@@ -20,6 +35,20 @@ export const FabricConfiguration = defineConfig(
     devices: meta(str((s) => s.min(1))).default("auto"),
     strategy: meta(str((s) => s.min(1))).default("auto"),
     accelerator: meta(literal(["auto", "cpu", "cuda", "gpu"])).default("auto"),
+    num_threads: meta(int((s) => s.min(1))).optional(),
+    deterministic: meta(bool()).optional(),
   },
-  { extends: FabricConfigurationBase },
+  {
+    extends: FabricConfigurationBase,
+    validate(v) {
+      const precision = v.precision;
+      if (precision in LEGACY_PRECISIONS) {
+        const current = LEGACY_PRECISIONS[precision as keyof typeof LEGACY_PRECISIONS];
+        process.emitWarning(`precision "${precision}" is deprecated, write "${current}" (same meaning)`, {
+          type: "DeprecationWarning",
+          code: "XPM_TORCH_PRECISION",
+        });
+      }
+    },
+  },
 );

@@ -19,6 +19,12 @@ pub struct FabricConfiguration {
     pub strategy: String,
     /// `auto`, `cpu`, `cuda` or `gpu`.
     pub accelerator: String,
+    /// Intra-op CPU threads (a Meta field of this port: it does not change identifiers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub num_threads: Option<u64>,
+    /// libtorch's deterministic algorithms (a Meta field of this port).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deterministic: Option<bool>,
 }
 
 config_types! {

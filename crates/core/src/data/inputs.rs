@@ -49,13 +49,6 @@ impl Tokens {
             .f_lt_tensor(&self.lengths.f_unsqueeze(1)?)?)
     }
 
-    fn to_device(&self, device: Device) -> Result<Self> {
-        Ok(Tokens {
-            ids: self.ids.f_to_device(device)?,
-            lengths: self.lengths.f_to_device(device)?,
-        })
-    }
-
     /// Length of the longest sequence (0 when empty).
     pub fn max_length(&self) -> i64 {
         self.ids.size().get(1).copied().unwrap_or(0)
@@ -118,11 +111,25 @@ impl ScoreInput {
     /// # Errors
     /// A libtorch error.
     pub fn to_device(&self, device: Device) -> Result<Self> {
+        self.map(|t| Ok(t.f_to_device(device)?))
+    }
+
+    /// The same rows with every tensor passed through `f` (to move or convert them).
+    ///
+    /// # Errors
+    /// What `f` returns.
+    pub fn map(&self, f: impl Fn(&Tensor) -> Result<Tensor>) -> Result<Self> {
+        let tokens = |t: &Tokens| -> Result<Tokens> {
+            Ok(Tokens {
+                ids: f(&t.ids)?,
+                lengths: f(&t.lengths)?,
+            })
+        };
         Ok(match self {
-            ScoreInput::Features(f) => ScoreInput::Features(f.f_to_device(device)?),
+            ScoreInput::Features(x) => ScoreInput::Features(f(x)?),
             ScoreInput::Text { query, document } => ScoreInput::Text {
-                query: query.to_device(device)?,
-                document: document.to_device(device)?,
+                query: tokens(query)?,
+                document: tokens(document)?,
             },
         })
     }

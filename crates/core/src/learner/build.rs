@@ -28,6 +28,7 @@ use crate::optim::{
     schedule, Adam, Optimizer, Optimizers, ParameterFilter, ScheduledOptimizer, Sgd,
 };
 use crate::rng::Rng;
+use crate::runtime::{LossScaler, PlacedModel, Runtime};
 use crate::{Error, Result};
 
 pub(crate) struct Run {
@@ -38,6 +39,8 @@ pub(crate) struct Run {
     pub listeners: Vec<Box<dyn Listener>>,
     /// The metric of each optimizer's learning rate, made once rather than every step.
     pub lr_metrics: Vec<String>,
+    /// The dynamic loss scaler of `16-mixed`.
+    pub scaler: Option<LossScaler>,
 }
 
 /// A configuration this core can read but not run yet.
@@ -415,7 +418,7 @@ pub(crate) fn js_hooks(config: &LearnerConfig) -> Vec<JsHookConfig> {
         .collect()
 }
 
-pub(crate) fn build(config: &LearnerConfig, js: &Js) -> Result<Run> {
+pub(crate) fn build(config: &LearnerConfig, runtime: &Runtime, js: &Js) -> Result<Run> {
     let seed = config.random.seed;
     let ModelConfig::Mlp(mlp) = &config.model;
     let mut model: Box<dyn Model> =
@@ -429,6 +432,7 @@ pub(crate) fn build(config: &LearnerConfig, js: &Js) -> Result<Run> {
             let _ = p.tensor.set_requires_grad(false);
         }
     }
+    let model: Box<dyn Model> = Box::new(PlacedModel::new(model, runtime.clone())?);
 
     let output = model.output_type();
     let trainer = trainer(&config.trainer, js, seed, output, "learner.trainer")?;
@@ -450,5 +454,6 @@ pub(crate) fn build(config: &LearnerConfig, js: &Js) -> Result<Run> {
         gradient_hooks,
         listeners,
         lr_metrics,
+        scaler: runtime.loss_scaler()?,
     })
 }

@@ -18,6 +18,7 @@ pub struct TrainerContext {
     scopes: Vec<String>,
     writer: Option<EventWriter>,
     logdir: Option<PathBuf>,
+    loss_scale: Option<Tensor>,
 }
 
 impl TrainerContext {
@@ -30,7 +31,25 @@ impl TrainerContext {
             scopes: Vec::new(),
             writer: None,
             logdir,
+            loss_scale: None,
         }
+    }
+
+    /// Multiplies every backpropagated loss by `scale` (a loss scaler's, updated in place).
+    pub fn set_loss_scale(&mut self, scale: Option<Tensor>) {
+        self.loss_scale = scale;
+    }
+
+    /// Backpropagates `loss`, multiplied by the loss scale when the run has one (`16-mixed`).
+    ///
+    /// # Errors
+    /// A libtorch error.
+    pub fn backward(&self, loss: &Tensor) -> Result<()> {
+        match &self.loss_scale {
+            Some(scale) => loss.f_mul(scale)?.f_backward()?,
+            None => loss.f_backward()?,
+        }
+        Ok(())
     }
 
     fn scoped(&self, key: &str) -> String {

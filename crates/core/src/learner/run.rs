@@ -12,6 +12,7 @@ use super::checkpoint::{
 use super::listeners::{ListenerStatus, ListenerView};
 use super::{EpochReport, LearnOutput, Observer, StepProgress, TrainerContext};
 use crate::config::{JsHookKind, LearnerConfig};
+use crate::runtime::Runtime;
 use crate::{Error, Result};
 
 /// Name of the checkpoint written when a run is interrupted inside an epoch.
@@ -31,6 +32,13 @@ pub fn learn(
 ) -> Result<LearnOutput> {
     let checkpoints = config.checkpointspath.as_ref().map(PathBuf::from);
     let mut warnings = Vec::new();
+    let (runtime, runtime_warnings) = Runtime::from_config(&config.fabric_config)?;
+    for message in runtime_warnings {
+        observer.warning(&message);
+        warnings.push(message);
+    }
+    // On this (the training) thread: the thread count is per thread.
+    runtime.apply()?;
     let hooks = js_hooks(config);
     let (init_hooks, step_hooks): (Vec<_>, Vec<_>) = hooks
         .iter()
@@ -43,9 +51,15 @@ pub fn learn(
     for hook in &init_hooks {
         observer.js_hook(&hook.key, "before", start)?;
     }
-    let (mut run, progress, resumed_from) =
-        resume(config, checkpoints.as_deref(), observer, &mut warnings)?;
+    let (mut run, progress, resumed_from) = resume(
+        config,
+        &runtime,
+        checkpoints.as_deref(),
+        observer,
+        &mut warnings,
+    )?;
     let mut ctx = TrainerContext::new(config.logpath.as_ref().map(PathBuf::from));
+    ctx.set_loss_scale(run.scaler.as_ref().map(|s| s.scale().shallow_clone()));
     ctx.step = progress.step;
     ctx.restore_metrics(&progress.partial_metrics);
     for hook in &init_hooks {
@@ -226,12 +240,13 @@ pub fn learn(
 /// and skipped, never deleted.
 fn resume(
     config: &LearnerConfig,
+    runtime: &Runtime,
     root: Option<&Path>,
     observer: &mut dyn Observer,
     warnings: &mut Vec<String>,
 ) -> Result<(Run, Progress, Option<String>)> {
     let js = observer.js_data();
-    let mut run = build(config, &js)?;
+    let mut run = build(config, runtime, &js)?;
     let empty = Progress {
         epoch: 0,
         step: 0,
@@ -257,7 +272,7 @@ fn resume(
                 observer.warning(&message);
                 warnings.push(message);
                 // A failed restore may have changed some of the run: start from a fresh one.
-                run = build(config, &js)?;
+                run = build(config, runtime, &js)?;
             }
         }
     }
@@ -316,22 +331,47 @@ fn remove_superseded_interrupt(root: &Path) -> Result<()> {
     Ok(())
 }
 
-/// One optimizer step; returns the step's (detached) weighted loss.
+/// The metric of the loss scale (`train/gradient/scaler` once logged).
+const SCALER_METRIC: &str = "gradient/scaler";
+
+fn optimized_parameters(run: &Run) -> Vec<Tensor> {
+    run.optimizers
+        .parameter_groups()
+        .flatten()
+        .map(Tensor::shallow_clone)
+        .collect()
+}
+
+/// One optimizer step; returns the step's (detached) weighted loss. With a loss scaler the
+/// gradients are unscaled before the gradient hooks see them, and a step whose gradients are
+/// not finite is skipped (the schedules still advance).
 fn train_step(run: &mut Run, ctx: &mut TrainerContext) -> Result<Tensor> {
     run.optimizers.zero_grad()?;
     let loss = run.trainer.process_step(run.model.as_ref(), ctx)?;
-    if !run.gradient_hooks.is_empty() {
-        let params: Vec<Tensor> = run
-            .optimizers
-            .parameter_groups()
-            .flatten()
-            .map(Tensor::shallow_clone)
-            .collect();
+    let params = if run.scaler.is_some() || !run.gradient_hooks.is_empty() {
+        optimized_parameters(run)
+    } else {
+        Vec::new()
+    };
+    let finite = match &mut run.scaler {
+        Some(scaler) => {
+            ctx.add_value(SCALER_METRIC, scaler.scale_value()?)?;
+            let finite = scaler.unscale(&params)?;
+            scaler.update()?;
+            finite
+        }
+        None => true,
+    };
+    if finite {
         for hook in &run.gradient_hooks {
             hook.apply(&params, ctx)?;
         }
     }
-    let rates = run.optimizers.step()?;
+    let rates = if finite {
+        run.optimizers.step()?
+    } else {
+        run.optimizers.skip()
+    };
     for (key, lr) in run.lr_metrics.iter().zip(rates) {
         ctx.add_value(key, lr)?;
     }
@@ -469,6 +509,153 @@ mod tests {
         );
         let model = |o: &LearnOutput| std::fs::read(o.learned_model.as_ref().unwrap()).unwrap();
         assert_eq!(model(&resumed), model(&whole));
+    }
+
+    /// The demo under another precision; the float32 matmul precision stays the one the other
+    /// tests run with (it is process-wide and tests run in parallel).
+    fn demo_in(precision: &str) -> String {
+        demo_config_json().replace(
+            "\"precision\":\"32-true\",",
+            &format!("\"precision\":\"{precision}\",\"torch_fp32_precision\":\"high\","),
+        )
+    }
+
+    #[test]
+    fn bf16_mixed_still_reaches_the_demo_accuracy() {
+        let out = run_demo(&demo_in("bf16-mixed"));
+        let last = &out.epochs[2];
+        assert!(
+            last.metrics["heldout/pairwise_accuracy"] > 0.8,
+            "{:?}",
+            last.metrics
+        );
+        assert!(last.loss < out.epochs[0].loss);
+        // Float32 master weights.
+        let saved = Tensor::read_safetensors(out.learned_model.as_ref().unwrap()).unwrap();
+        assert!(saved.iter().all(|(_, t)| t.kind() == Kind::Float));
+        // Its losses differ from a float32 run's: autocast really changed the arithmetic.
+        let fp32 = run_demo(&demo_config_json());
+        assert_ne!(out.epochs[0].loss.to_bits(), fp32.epochs[0].loss.to_bits());
+    }
+
+    #[test]
+    fn sixty_four_true_trains_and_saves_in_float64() {
+        let out = run_demo(&demo_in("64-true"));
+        let saved = Tensor::read_safetensors(out.learned_model.as_ref().unwrap()).unwrap();
+        assert!(!saved.is_empty());
+        assert!(saved.iter().all(|(_, t)| t.kind() == Kind::Double));
+        assert!(out.epochs[2].metrics["heldout/pairwise_accuracy"] > 0.8);
+        // The optimizer state follows the parameters.
+        let dir = PathBuf::from(out.learned_model.unwrap());
+        let checkpoint = dir.ancestors().nth(3).unwrap().join("epoch-00000003");
+        let optimizer = Tensor::read_safetensors(checkpoint.join("optimizer.safetensors")).unwrap();
+        let moments: Vec<Kind> = optimizer.iter().map(|(_, t)| t.kind()).collect();
+        assert!(moments.contains(&Kind::Double), "{moments:?}");
+    }
+
+    #[test]
+    fn a_legacy_precision_runs_with_a_deprecation_warning() {
+        let json = demo_in("32").replace("\"max_epochs\":3", "\"max_epochs\":1");
+        let out = run_demo(&json);
+        assert_eq!(out.warnings.len(), 1, "{:?}", out.warnings);
+        assert!(
+            out.warnings[0]
+                .starts_with("learner.fabric_config.precision: precision \"32\" is deprecated"),
+            "{:?}",
+            out.warnings
+        );
+        let err = parse_learner(&demo_in("8-bit"))
+            .map(|c| learn(&c, &mut NoObserver, &AtomicBool::new(false)).unwrap_err());
+        assert_eq!(err.unwrap().code(), "ERR_CONFIG");
+    }
+
+    fn run_with_scaler(dir: &Path) -> (LearnerConfig, Run) {
+        let config = config_in(dir);
+        let (runtime, _) = Runtime::from_config(&config.fabric_config).unwrap();
+        let mut run = build(&config, &runtime, &None).unwrap();
+        // The scaler logic of 16-mixed, on the CPU.
+        run.scaler = Some(crate::runtime::LossScaler::new(tch::Device::Cpu).unwrap());
+        (config, run)
+    }
+
+    fn weights(run: &Run) -> Vec<Tensor> {
+        optimized_parameters(run).iter().map(Tensor::copy).collect()
+    }
+
+    #[test]
+    fn a_step_with_infinite_gradients_is_skipped_and_halves_the_scale() {
+        let (_, mut run) = run_with_scaler(&scratch_dir());
+        let mut ctx = TrainerContext::new(None);
+        let scale = run.scaler.as_ref().unwrap().scale().shallow_clone();
+        // Injected: the backpropagated loss is multiplied by infinity.
+        ctx.set_loss_scale(Some(Tensor::from(f32::INFINITY)));
+        let before = weights(&run);
+        let _ = train_step(&mut run, &mut ctx).unwrap();
+        let after = weights(&run);
+        assert!(before.iter().zip(&after).all(|(a, b)| a.equal(b)));
+        assert_eq!(scale.double_value(&[]), 32768.0);
+        assert_eq!(run.optimizers.learning_rates().len(), 1);
+        // A normal step with the (halved) scale updates the weights with unscaled gradients.
+        ctx.set_loss_scale(Some(scale.shallow_clone()));
+        let _ = train_step(&mut run, &mut ctx).unwrap();
+        assert!(before.iter().zip(&weights(&run)).any(|(a, b)| !a.equal(b)));
+        let train = ctx.take_metrics().unwrap();
+        assert_eq!(train[SCALER_METRIC], (65536.0 + 32768.0) / 2.0);
+        assert_eq!(ctx.step, 2);
+    }
+
+    #[test]
+    fn scaled_and_unscaled_steps_give_the_same_weights() {
+        let (config, mut scaled) = run_with_scaler(&scratch_dir());
+        let (runtime, _) = Runtime::from_config(&config.fabric_config).unwrap();
+        let mut plain = build(&config, &runtime, &None).unwrap();
+        let mut ctx_scaled = TrainerContext::new(None);
+        ctx_scaled.set_loss_scale(Some(
+            scaled.scaler.as_ref().unwrap().scale().shallow_clone(),
+        ));
+        let mut ctx_plain = TrainerContext::new(None);
+        for _ in 0..3 {
+            let _ = train_step(&mut scaled, &mut ctx_scaled).unwrap();
+            let _ = train_step(&mut plain, &mut ctx_plain).unwrap();
+        }
+        // Scaling by a power of two and back is exact.
+        for (a, b) in weights(&scaled).iter().zip(&weights(&plain)) {
+            assert!(a.equal(b));
+        }
+    }
+
+    #[test]
+    fn the_checkpoint_round_trips_the_scaler_state() {
+        use crate::runtime::ScalerState;
+        let dir = scratch_dir();
+        let (config, mut run) = run_with_scaler(&dir);
+        let state = ScalerState {
+            scale: 1024.0,
+            growth_tracker: 17,
+        };
+        run.scaler.as_mut().unwrap().restore(&state).unwrap();
+        let at = Progress {
+            epoch: 1,
+            step: 20,
+            steps_in_epoch: 0,
+            partial_metrics: Default::default(),
+            partial_loss: None,
+            history: Vec::new(),
+            checkpoints: Default::default(),
+        };
+        let target = dir.join("checkpoints").join("epoch-00000001");
+        save_checkpoint(&run, &at, &target).unwrap();
+        let (_, mut fresh) = run_with_scaler(&dir);
+        assert_ne!(fresh.scaler.as_ref().unwrap().state().unwrap(), state);
+        load_checkpoint(&mut fresh, &target).unwrap();
+        assert_eq!(fresh.scaler.as_ref().unwrap().state().unwrap(), state);
+        // A checkpoint without scaler state does not fit a run that needs one.
+        let (runtime, _) = Runtime::from_config(&config.fabric_config).unwrap();
+        let plain = build(&config, &runtime, &None).unwrap();
+        let other = dir.join("checkpoints").join("epoch-00000002");
+        save_checkpoint(&plain, &at, &other).unwrap();
+        let err = load_checkpoint(&mut fresh, &other).unwrap_err();
+        assert!(err.to_string().contains("no loss scaler state"), "{err}");
     }
 
     #[test]

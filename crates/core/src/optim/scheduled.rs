@@ -57,6 +57,14 @@ impl Optimizers {
         Ok(rates)
     }
 
+    /// Leaves the parameters alone this step (a loss scaler found non-finite gradients) but
+    /// advances the schedules as a step would; returns the learning rates of the skipped step.
+    pub fn skip(&mut self) -> Vec<f64> {
+        let rates = self.learning_rates();
+        self.steps += 1;
+        rates
+    }
+
     /// The state of every optimizer (tensors and step count) and the schedules' step.
     pub fn state(&self) -> (Vec<Vec<Tensor>>, u64) {
         (

@@ -8,6 +8,7 @@ use super::{verify_checkpoint_dir, write_checkpoint_dir};
 use crate::learner::build::Run;
 use crate::learner::EpochReport;
 use crate::optim::copy_into;
+use crate::runtime::ScalerState;
 use crate::{Error, Result};
 
 /// Where the loop stands when a checkpoint is taken.
@@ -37,6 +38,9 @@ struct StateFile {
     optimizer_tensors: Vec<usize>,
     trainer: serde_json::Value,
     listeners: BTreeMap<String, serde_json::Value>,
+    /// The loss scaler's state (`16-mixed` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    scaler: Option<ScalerState>,
 }
 
 const FORMAT: u32 = 1;
@@ -70,6 +74,7 @@ pub(crate) fn save_checkpoint(run: &Run, progress: &Progress, dest: &Path) -> Re
             .iter()
             .map(|l| (l.id().to_string(), l.state()))
             .collect(),
+        scaler: run.scaler.as_ref().map(|s| s.state()).transpose()?,
     };
     write_checkpoint_dir(dest, |tmp| {
         run.model.save(&tmp.join(MODEL))?;
@@ -152,6 +157,16 @@ pub(crate) fn load_checkpoint(run: &mut Run, dir: &Path) -> Result<Progress> {
     }
     run.optimizers.restore(optimizers, state.schedule_steps)?;
     run.trainer.restore(&state.trainer)?;
+    match (&mut run.scaler, &state.scaler) {
+        (Some(scaler), Some(saved)) => scaler.restore(saved)?,
+        (Some(_), None) => {
+            return Err(Error::checkpoint(
+                what,
+                "holds no loss scaler state, which this 16-mixed run needs",
+            ))
+        }
+        _ => {}
+    }
     for listener in &mut run.listeners {
         if let Some(s) = state.listeners.get(listener.id()) {
             listener.restore(s)?;

@@ -198,7 +198,7 @@ impl LossSet {
             ctx.add_metric("accuracy", &correct, count)?;
         }
         let loss = sums.weighted.f_div_scalar(outer_count.max(1) as f64)?;
-        loss.f_backward()?;
+        ctx.backward(&loss)?;
         Ok(loss.f_detach()?)
     }
 

@@ -1,0 +1,105 @@
+// Runtime settings tch does not expose: autocast on any device type with any dtype (tch's own
+// `autocast` is CUDA-only and fp16-only), the foreach gradient unscale of a loss scaler, the
+// float32 matmul precision and deterministic algorithms. Like shim.cpp, every entry point
+// catches all exceptions and returns a malloc'ed message, or null on success.
+
+#include <ATen/Context.h>
+#include <ATen/autocast_mode.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/_amp_foreach_non_finite_check_and_unscale.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <vector>
+
+namespace {
+
+char* autocast_message(const char* what) {
+  size_t len = std::strlen(what);
+  char* copy = static_cast<char*>(std::malloc(len + 1));
+  if (copy != nullptr) std::memcpy(copy, what, len + 1);
+  return copy;
+}
+
+// `device` is 0 for the CPU, 1 for CUDA (the only two this core runs on).
+at::DeviceType device_type(int device) { return device == 1 ? at::kCUDA : at::kCPU; }
+
+}  // namespace
+
+#define XPM_PROTECT(body)                               \
+  try {                                                 \
+    body;                                               \
+    return nullptr;                                     \
+  } catch (const std::exception& e) {                   \
+    return autocast_message(e.what());                  \
+  } catch (...) {                                       \
+    return autocast_message("unknown C++ exception");   \
+  }
+
+// Enters an autocast region: saves the previous state in `previous_enabled` and
+// `previous_dtype` (a c10::ScalarType value) for `xpm_autocast_exit`.
+extern "C" char* xpm_autocast_enter(int device, int dtype, int* previous_enabled,
+                                    int* previous_dtype) {
+  XPM_PROTECT({
+    auto type = device_type(device);
+    *previous_enabled = at::autocast::is_autocast_enabled(type) ? 1 : 0;
+    *previous_dtype = static_cast<int>(at::autocast::get_autocast_dtype(type));
+    at::autocast::set_autocast_dtype(type, static_cast<at::ScalarType>(dtype));
+    at::autocast::set_autocast_enabled(type, true);
+    at::autocast::increment_nesting();
+  })
+}
+
+// Leaves an autocast region, restoring the saved state; the cast cache is cleared when the
+// outermost region ends (as torch.autocast does).
+extern "C" char* xpm_autocast_exit(int device, int previous_enabled, int previous_dtype) {
+  XPM_PROTECT({
+    auto type = device_type(device);
+    at::autocast::set_autocast_enabled(type, previous_enabled != 0);
+    at::autocast::set_autocast_dtype(type, static_cast<at::ScalarType>(previous_dtype));
+    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+  })
+}
+
+extern "C" char* xpm_autocast_state(int device, int* enabled, int* dtype) {
+  XPM_PROTECT({
+    auto type = device_type(device);
+    *enabled = at::autocast::is_autocast_enabled(type) ? 1 : 0;
+    *dtype = static_cast<int>(at::autocast::get_autocast_dtype(type));
+  })
+}
+
+// Multiplies every gradient by `inv_scale` in place and sets `found_inf` to 1 when any of them
+// holds an infinity or a NaN.
+extern "C" char* xpm_amp_unscale(void* const* grads, int n, void* found_inf, void* inv_scale) {
+  XPM_PROTECT({
+    std::vector<at::Tensor> g;
+    g.reserve(n);
+    for (int i = 0; i < n; ++i) g.push_back(*static_cast<const at::Tensor*>(grads[i]));
+    at::_amp_foreach_non_finite_check_and_unscale_(g, *static_cast<at::Tensor*>(found_inf),
+                                                   *static_cast<const at::Tensor*>(inv_scale));
+  })
+}
+
+// `precision` is "highest", "high" or "medium".
+extern "C" char* xpm_set_float32_matmul_precision(const char* precision) {
+  XPM_PROTECT(at::globalContext().setFloat32MatmulPrecision(std::string(precision)))
+}
+
+extern "C" char* xpm_float32_matmul_precision(int* precision) {
+  XPM_PROTECT(*precision = static_cast<int>(at::globalContext().float32MatmulPrecision()))
+}
+
+extern "C" char* xpm_set_deterministic(int enabled) {
+  XPM_PROTECT({
+    at::globalContext().setDeterministicAlgorithms(enabled != 0, /*warn_only=*/false);
+    at::globalContext().setDeterministicCuDNN(enabled != 0);
+    at::globalContext().setBenchmarkCuDNN(false);
+  })
+}
+
+extern "C" char* xpm_deterministic(int* enabled) {
+  XPM_PROTECT(*enabled = at::globalContext().deterministicAlgorithms() ? 1 : 0)
+}

@@ -1,0 +1,236 @@
+use tch::{Cuda, Device};
+
+use crate::{Error, Result};
+
+/// `fabric_config.accelerator`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Accelerator {
+    /// CUDA when a device is visible, else the CPU.
+    Auto,
+    /// The CPU.
+    Cpu,
+    /// A CUDA GPU (`cuda` or `gpu`); an error when none is available.
+    Cuda,
+}
+
+impl Accelerator {
+    /// Reads `auto`, `cpu`, `cuda` or `gpu`.
+    ///
+    /// # Errors
+    /// [`Error::Config`] at `path` for anything else.
+    pub fn parse(text: &str, path: &str) -> Result<Self> {
+        match text {
+            "auto" => Ok(Accelerator::Auto),
+            "cpu" => Ok(Accelerator::Cpu),
+            "cuda" | "gpu" => Ok(Accelerator::Cuda),
+            _ => Err(Error::config(
+                path,
+                format!("unknown accelerator {text:?}; use auto, cpu, cuda or gpu"),
+            )),
+        }
+    }
+}
+
+/// What is visible to this process: the number of CUDA devices (0 without CUDA).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hardware {
+    /// CUDA devices libtorch can use.
+    pub cuda_devices: usize,
+}
+
+impl Hardware {
+    /// Asks libtorch.
+    pub fn detect() -> Self {
+        let cuda_devices = if Cuda::is_available() {
+            usize::try_from(Cuda::device_count()).unwrap_or(0)
+        } else {
+            0
+        };
+        Hardware { cuda_devices }
+    }
+}
+
+/// `fabric_config.devices`: `auto`, a count (`-1` for all) or a list of indices (`0,2` or
+/// `[0, 2]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum DeviceRequest {
+    Auto,
+    All,
+    Count(usize),
+    Indices(Vec<usize>),
+}
+
+fn parse_devices(text: &str, path: &str) -> Result<DeviceRequest> {
+    let text = text.trim();
+    let invalid = || {
+        Error::config(
+            path,
+            format!(
+                "cannot read devices {text:?}; write auto, a count (-1 for all) or a list of \
+                 device indices such as 0,1"
+            ),
+        )
+    };
+    if text == "auto" {
+        return Ok(DeviceRequest::Auto);
+    }
+    if text == "-1" {
+        return Ok(DeviceRequest::All);
+    }
+    let list = text.strip_prefix('[').and_then(|t| t.strip_suffix(']'));
+    if list.is_some() || text.contains(',') {
+        let indices = list
+            .unwrap_or(text)
+            .split(',')
+            .map(|s| s.trim())
+            .filter(|s| !s.is_empty())
+            .map(|s| s.parse::<usize>().map_err(|_| invalid()))
+            .collect::<Result<Vec<_>>>()?;
+        if indices.is_empty() {
+            return Err(Error::config(path, "lists no device"));
+        }
+        return Ok(DeviceRequest::Indices(indices));
+    }
+    match text.parse::<usize>().map_err(|_| invalid())? {
+        0 => Err(Error::config(path, "must be at least 1 device")),
+        n => Ok(DeviceRequest::Count(n)),
+    }
+}
+
+/// The devices a run asks for, resolved against what is visible. `auto` means one device (the
+/// first GPU, or the CPU): a single process trains on one device.
+///
+/// # Errors
+/// [`Error::Config`] naming `<prefix>.accelerator` when CUDA is requested but absent, and
+/// `<prefix>.devices` when the request cannot be read or names devices that do not exist.
+pub fn resolve_devices(
+    accelerator: &str,
+    devices: &str,
+    hardware: Hardware,
+    prefix: &str,
+) -> Result<Vec<Device>> {
+    let accelerator = Accelerator::parse(accelerator, &format!("{prefix}.accelerator"))?;
+    let devices_path = format!("{prefix}.devices");
+    let request = parse_devices(devices, &devices_path)?;
+    let use_cuda = match accelerator {
+        Accelerator::Cpu => false,
+        Accelerator::Auto => hardware.cuda_devices > 0,
+        Accelerator::Cuda => {
+            if hardware.cuda_devices == 0 {
+                return Err(Error::config(
+                    format!("{prefix}.accelerator"),
+                    "CUDA was requested but no CUDA device is available to libtorch (no GPU, \
+                     no driver, or a CPU-only libtorch); use accelerator \"cpu\" or \"auto\"",
+                ));
+            }
+            true
+        }
+    };
+    if !use_cuda {
+        return match request {
+            DeviceRequest::Auto | DeviceRequest::All => Ok(vec![Device::Cpu]),
+            DeviceRequest::Count(n) => Ok(vec![Device::Cpu; n]),
+            DeviceRequest::Indices(_) => Err(Error::config(
+                devices_path,
+                "device indices need a CUDA accelerator; on the CPU give a count",
+            )),
+        };
+    }
+    let visible = hardware.cuda_devices;
+    let indices: Vec<usize> = match request {
+        DeviceRequest::Auto => vec![0],
+        DeviceRequest::All => (0..visible).collect(),
+        DeviceRequest::Count(n) if n <= visible => (0..n).collect(),
+        DeviceRequest::Count(n) => {
+            return Err(Error::config(
+                devices_path,
+                format!("asks for {n} CUDA devices, {visible} are visible"),
+            ))
+        }
+        DeviceRequest::Indices(list) => {
+            if let Some(bad) = list.iter().find(|i| **i >= visible) {
+                return Err(Error::config(
+                    devices_path,
+                    format!("CUDA device {bad} does not exist ({visible} are visible)"),
+                ));
+            }
+            list
+        }
+    };
+    Ok(indices.into_iter().map(Device::Cuda).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CPU_ONLY: Hardware = Hardware { cuda_devices: 0 };
+    const TWO_GPUS: Hardware = Hardware { cuda_devices: 2 };
+
+    fn resolve(acc: &str, dev: &str, hw: Hardware) -> Result<Vec<Device>> {
+        resolve_devices(acc, dev, hw, "learner.fabric_config")
+    }
+
+    #[test]
+    fn cuda_requested_without_cuda_is_a_clear_error() {
+        for acc in ["cuda", "gpu"] {
+            let err = resolve(acc, "auto", CPU_ONLY).unwrap_err();
+            assert_eq!(err.code(), "ERR_CONFIG");
+            let text = err.to_string();
+            assert!(
+                text.starts_with("learner.fabric_config.accelerator: CUDA was requested")
+                    && text.contains("\"cpu\""),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn this_machine_without_cuda_fails_the_same_way() {
+        if Hardware::detect().cuda_devices == 0 {
+            assert!(resolve("cuda", "auto", Hardware::detect()).is_err());
+            assert_eq!(
+                resolve("auto", "auto", Hardware::detect()).unwrap(),
+                [Device::Cpu]
+            );
+        }
+    }
+
+    #[test]
+    fn auto_picks_cuda_when_present_and_one_device() {
+        assert_eq!(resolve("auto", "auto", CPU_ONLY).unwrap(), [Device::Cpu]);
+        assert_eq!(
+            resolve("auto", "auto", TWO_GPUS).unwrap(),
+            [Device::Cuda(0)]
+        );
+        assert_eq!(resolve("cpu", "auto", TWO_GPUS).unwrap(), [Device::Cpu]);
+    }
+
+    #[test]
+    fn counts_and_lists() {
+        assert_eq!(
+            resolve("cuda", "-1", TWO_GPUS).unwrap(),
+            [Device::Cuda(0), Device::Cuda(1)]
+        );
+        assert_eq!(resolve("gpu", "[1]", TWO_GPUS).unwrap(), [Device::Cuda(1)]);
+        assert_eq!(
+            resolve("cuda", "1, 0", TWO_GPUS).unwrap(),
+            [Device::Cuda(1), Device::Cuda(0)]
+        );
+        assert_eq!(resolve("cpu", "2", CPU_ONLY).unwrap().len(), 2);
+        let text = resolve("cuda", "3", TWO_GPUS).unwrap_err().to_string();
+        assert!(
+            text.starts_with("learner.fabric_config.devices: asks for 3"),
+            "{text}"
+        );
+        assert!(resolve("cuda", "[2]", TWO_GPUS).is_err());
+        assert!(resolve("cpu", "[0]", CPU_ONLY).is_err());
+        assert!(resolve("cpu", "0", CPU_ONLY).is_err());
+        assert!(resolve("cpu", "two", CPU_ONLY).is_err());
+        let text = resolve("tpu", "auto", CPU_ONLY).unwrap_err().to_string();
+        assert!(
+            text.starts_with("learner.fabric_config.accelerator: unknown accelerator \"tpu\""),
+            "{text}"
+        );
+    }
+}

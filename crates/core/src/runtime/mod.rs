@@ -1,0 +1,17 @@
+//! The runtime of a run, from its `FabricConfiguration`: device, precision (parameter dtype,
+//! autocast, loss scaling), float32 matmul precision, threads and determinism.
+
+mod autocast;
+mod device;
+mod ffi;
+mod model;
+mod precision;
+mod scaler;
+mod setup;
+
+pub use autocast::*;
+pub use device::*;
+pub use model::*;
+pub use precision::*;
+pub use scaler::*;
+pub use setup::*;

@@ -1,0 +1,217 @@
+use tch::Kind;
+
+use crate::{Error, Result};
+
+/// `fabric_config.precision`: in which dtype parameters live and the forward runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Precision {
+    /// `32-true`: everything in float32.
+    True32,
+    /// `64-true`: parameters, batches and losses in float64.
+    True64,
+    /// `bf16-true`: parameters and batches in bfloat16.
+    TrueBf16,
+    /// `16-true`: parameters and batches in float16.
+    True16,
+    /// `bf16-mixed`: float32 parameters, forward under bfloat16 autocast.
+    MixedBf16,
+    /// `16-mixed`: float32 parameters, forward under float16 autocast (CUDA only), gradients
+    /// through a dynamic loss scaler.
+    Mixed16,
+}
+
+/// The precisions accepted, for error messages.
+pub const PRECISIONS: &str = "32-true, 64-true, bf16-true, 16-true, bf16-mixed, 16-mixed";
+
+impl Precision {
+    /// Reads a precision; legacy spellings (`32`, `64`, `16`, `bf16`, as Lightning reads them)
+    /// come back with a deprecation message.
+    ///
+    /// # Errors
+    /// [`Error::Config`] at `path` for anything else, listing the valid values.
+    pub fn parse(text: &str, path: &str) -> Result<(Self, Option<String>)> {
+        let current = match text {
+            "32-true" => Some(Precision::True32),
+            "64-true" => Some(Precision::True64),
+            "bf16-true" => Some(Precision::TrueBf16),
+            "16-true" => Some(Precision::True16),
+            "bf16-mixed" => Some(Precision::MixedBf16),
+            "16-mixed" => Some(Precision::Mixed16),
+            _ => None,
+        };
+        if let Some(p) = current {
+            return Ok((p, None));
+        }
+        let legacy = match text {
+            "32" => Precision::True32,
+            "64" => Precision::True64,
+            "16" => Precision::Mixed16,
+            "bf16" => Precision::MixedBf16,
+            _ => {
+                return Err(Error::config(
+                    path,
+                    format!("unknown precision {text:?}; use one of {PRECISIONS}"),
+                ))
+            }
+        };
+        let warning = format!(
+            "{path}: precision {text:?} is deprecated, write {:?} (same meaning)",
+            legacy.name()
+        );
+        Ok((legacy, Some(warning)))
+    }
+
+    /// The current spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            Precision::True32 => "32-true",
+            Precision::True64 => "64-true",
+            Precision::TrueBf16 => "bf16-true",
+            Precision::True16 => "16-true",
+            Precision::MixedBf16 => "bf16-mixed",
+            Precision::Mixed16 => "16-mixed",
+        }
+    }
+
+    /// The dtype of parameters and of floating-point batches.
+    pub fn parameter_kind(self) -> Kind {
+        match self {
+            Precision::True64 => Kind::Double,
+            Precision::TrueBf16 => Kind::BFloat16,
+            Precision::True16 => Kind::Half,
+            Precision::True32 | Precision::MixedBf16 | Precision::Mixed16 => Kind::Float,
+        }
+    }
+
+    /// The autocast dtype of the forward, if any.
+    pub fn autocast_kind(self) -> Option<Kind> {
+        match self {
+            Precision::MixedBf16 => Some(Kind::BFloat16),
+            Precision::Mixed16 => Some(Kind::Half),
+            _ => None,
+        }
+    }
+
+    /// The dtype model outputs are handed to losses in: float64 under `64-true`, float32
+    /// otherwise (as Lightning does, losses of low-precision forwards are computed in float32).
+    pub fn output_kind(self) -> Kind {
+        match self {
+            Precision::True64 => Kind::Double,
+            _ => Kind::Float,
+        }
+    }
+
+    /// Whether gradients go through a dynamic loss scaler.
+    pub fn needs_loss_scaler(self) -> bool {
+        self == Precision::Mixed16
+    }
+
+    /// The float32 matmul precision when `torch_fp32_precision` is unset, as the reference
+    /// does: `medium` under mixed precision, `high` otherwise.
+    pub fn default_matmul_precision(self) -> MatmulPrecision {
+        match self {
+            Precision::MixedBf16 | Precision::Mixed16 => MatmulPrecision::Medium,
+            _ => MatmulPrecision::High,
+        }
+    }
+}
+
+/// `fabric_config.torch_fp32_precision`: how float32 matrix products may trade precision for
+/// speed (`torch.set_float32_matmul_precision`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MatmulPrecision {
+    /// Full float32.
+    Highest,
+    /// TensorFloat32 or bfloat16x3 where available.
+    High,
+    /// bfloat16 where available.
+    Medium,
+}
+
+impl MatmulPrecision {
+    /// Reads `highest`, `high` or `medium`.
+    ///
+    /// # Errors
+    /// [`Error::Config`] at `path` for anything else.
+    pub fn parse(text: &str, path: &str) -> Result<Self> {
+        match text {
+            "highest" => Ok(MatmulPrecision::Highest),
+            "high" => Ok(MatmulPrecision::High),
+            "medium" => Ok(MatmulPrecision::Medium),
+            _ => Err(Error::config(
+                path,
+                format!("unknown float32 matmul precision {text:?}; use highest, high or medium"),
+            )),
+        }
+    }
+
+    /// libtorch's spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            MatmulPrecision::Highest => "highest",
+            MatmulPrecision::High => "high",
+            MatmulPrecision::Medium => "medium",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn current_spellings_parse_without_warning() {
+        for name in PRECISIONS.split(", ") {
+            let (p, warning) = Precision::parse(name, "p").unwrap();
+            assert_eq!(p.name(), name);
+            assert!(warning.is_none());
+        }
+    }
+
+    #[test]
+    fn legacy_spellings_warn_and_map_as_lightning_does() {
+        for (legacy, current) in [
+            ("32", "32-true"),
+            ("64", "64-true"),
+            ("16", "16-mixed"),
+            ("bf16", "bf16-mixed"),
+        ] {
+            let (p, warning) = Precision::parse(legacy, "learner.fabric_config.precision").unwrap();
+            assert_eq!(p.name(), current);
+            let warning = warning.unwrap();
+            assert!(
+                warning.starts_with("learner.fabric_config.precision: precision")
+                    && warning.contains("deprecated")
+                    && warning.contains(current),
+                "{warning}"
+            );
+        }
+    }
+
+    #[test]
+    fn anything_else_is_rejected_with_the_choices() {
+        let err = Precision::parse("8-true", "learner.fabric_config.precision").unwrap_err();
+        assert_eq!(err.code(), "ERR_CONFIG");
+        let text = err.to_string();
+        assert!(
+            text.starts_with("learner.fabric_config.precision: unknown precision \"8-true\"")
+                && text.contains("bf16-mixed"),
+            "{text}"
+        );
+        assert!(MatmulPrecision::parse("low", "x").is_err());
+    }
+
+    #[test]
+    fn mixed_precisions_default_to_medium_matmuls() {
+        assert_eq!(
+            Precision::MixedBf16.default_matmul_precision(),
+            MatmulPrecision::Medium
+        );
+        assert_eq!(
+            Precision::True32.default_matmul_precision(),
+            MatmulPrecision::High
+        );
+        assert_eq!(Precision::True64.parameter_kind(), Kind::Double);
+        assert_eq!(Precision::MixedBf16.parameter_kind(), Kind::Float);
+    }
+}

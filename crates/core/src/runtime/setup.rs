@@ -1,0 +1,304 @@
+use tch::{Device, Tensor};
+
+use super::device::{resolve_devices, Hardware};
+use super::ffi::{
+    deterministic, float32_matmul_precision, set_deterministic, set_float32_matmul_precision,
+};
+use super::{AutocastGuard, LossScaler, MatmulPrecision, Precision};
+use crate::config::FabricConfiguration;
+use crate::{Error, Result};
+
+/// Where the run's `FabricConfiguration` sits in the learner configuration.
+pub const FABRIC_PATH: &str = "learner.fabric_config";
+
+/// The environment variable libtorch (OpenMP) already reads for its thread count; when it is
+/// set and `num_threads` is not, it is left to decide.
+const OMP_NUM_THREADS: &str = "OMP_NUM_THREADS";
+
+/// A validated `FabricConfiguration`: the device, dtypes and libtorch settings of a run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Runtime {
+    /// The device this process trains on.
+    pub device: Device,
+    /// Every device the configuration asks for (one per process of a distributed run).
+    pub devices: Vec<Device>,
+    /// Parameter dtype, autocast and loss scaling.
+    pub precision: Precision,
+    /// libtorch's float32 matmul precision.
+    pub matmul_precision: MatmulPrecision,
+    /// Intra-op threads to set, or `None` to leave libtorch's choice (`OMP_NUM_THREADS`).
+    pub num_threads: Option<usize>,
+    /// libtorch's deterministic algorithms.
+    pub deterministic: bool,
+}
+
+impl Runtime {
+    /// Validates `config` against the hardware libtorch sees; returns the runtime and the
+    /// warnings to report (deprecated spellings).
+    ///
+    /// # Errors
+    /// [`Error::Config`] naming `learner.fabric_config.<field>`: an unknown precision,
+    /// accelerator or device request, CUDA requested but absent, `16-mixed` without CUDA,
+    /// several devices (a distributed strategy is needed), zero threads.
+    pub fn from_config(config: &FabricConfiguration) -> Result<(Runtime, Vec<String>)> {
+        Self::for_hardware(config, Hardware::detect())
+    }
+
+    /// [`Runtime::from_config`] against given hardware.
+    ///
+    /// # Errors
+    /// As [`Runtime::from_config`].
+    pub fn for_hardware(
+        config: &FabricConfiguration,
+        hardware: Hardware,
+    ) -> Result<(Runtime, Vec<String>)> {
+        let path = |field: &str| format!("{FABRIC_PATH}.{field}");
+        let mut warnings = Vec::new();
+        let (precision, warning) = Precision::parse(&config.precision, &path("precision"))?;
+        warnings.extend(warning);
+        let matmul_precision = match &config.torch_fp32_precision {
+            Some(text) => MatmulPrecision::parse(text, &path("torch_fp32_precision"))?,
+            None => precision.default_matmul_precision(),
+        };
+        let devices = resolve_devices(&config.accelerator, &config.devices, hardware, FABRIC_PATH)?;
+        if devices.len() > 1 {
+            return Err(Error::config(
+                path("devices"),
+                format!(
+                    "{} devices need a distributed strategy, which this core does not run \
+                     yet; ask for one device",
+                    devices.len()
+                ),
+            ));
+        }
+        let device = devices[0];
+        if precision == Precision::Mixed16 && device == Device::Cpu {
+            return Err(Error::config(
+                path("precision"),
+                "16-mixed (float16 autocast with loss scaling) needs a CUDA device; on the CPU \
+                 use bf16-mixed",
+            ));
+        }
+        let num_threads = match config.num_threads {
+            Some(0) => return Err(Error::config(path("num_threads"), "must be at least 1")),
+            Some(n) => Some(n as usize),
+            None if std::env::var_os(OMP_NUM_THREADS).is_some() => None,
+            None => Some(default_threads()),
+        };
+        Ok((
+            Runtime {
+                device,
+                devices,
+                precision,
+                matmul_precision,
+                num_threads,
+                deterministic: config.deterministic.unwrap_or(false),
+            },
+            warnings,
+        ))
+    }
+
+    /// Applies the libtorch settings. The thread count holds for the calling thread (OpenMP
+    /// keeps it per thread): call this on the training thread. Matmul precision and
+    /// determinism are process-wide.
+    ///
+    /// # Errors
+    /// A libtorch error.
+    pub fn apply(&self) -> Result<()> {
+        if let Some(n) = self.num_threads {
+            tch::set_num_threads(i32::try_from(n).unwrap_or(i32::MAX));
+        }
+        set_float32_matmul_precision(self.matmul_precision.name())?;
+        set_deterministic(self.deterministic)
+    }
+
+    /// A batch tensor on the run's device, floating-point ones in the parameter dtype;
+    /// a shallow copy when nothing changes.
+    ///
+    /// # Errors
+    /// A libtorch error (e.g. out of device memory).
+    pub fn input(&self, tensor: &Tensor) -> Result<Tensor> {
+        let moved = if tensor.device() == self.device {
+            tensor.shallow_clone()
+        } else {
+            tensor.f_to_device(self.device)?
+        };
+        let kind = self.precision.parameter_kind();
+        if moved.is_floating_point() && moved.kind() != kind {
+            Ok(moved.f_to_kind(kind)?)
+        } else {
+            Ok(moved)
+        }
+    }
+
+    /// A model output in the dtype losses are computed in.
+    ///
+    /// # Errors
+    /// A libtorch error.
+    pub fn output(&self, tensor: &Tensor) -> Result<Tensor> {
+        let kind = self.precision.output_kind();
+        if tensor.is_floating_point() && tensor.kind() != kind {
+            Ok(tensor.f_to_kind(kind)?)
+        } else {
+            Ok(tensor.shallow_clone())
+        }
+    }
+
+    /// Autocast for the forward under mixed precision; `None` otherwise.
+    ///
+    /// # Errors
+    /// A libtorch error.
+    pub fn autocast(&self) -> Result<Option<AutocastGuard>> {
+        self.precision
+            .autocast_kind()
+            .map(|kind| AutocastGuard::new(self.device, kind))
+            .transpose()
+    }
+
+    /// The loss scaler `16-mixed` needs; `None` for every other precision.
+    ///
+    /// # Errors
+    /// A libtorch error.
+    pub fn loss_scaler(&self) -> Result<Option<LossScaler>> {
+        if self.precision.needs_loss_scaler() {
+            Ok(Some(LossScaler::new(self.device)?))
+        } else {
+            Ok(None)
+        }
+    }
+}
+
+/// The float32 matmul precision libtorch currently applies (process-wide).
+///
+/// # Errors
+/// A libtorch error.
+pub fn current_matmul_precision() -> Result<MatmulPrecision> {
+    Ok(match float32_matmul_precision()? {
+        0 => MatmulPrecision::Highest,
+        1 => MatmulPrecision::High,
+        _ => MatmulPrecision::Medium,
+    })
+}
+
+/// Whether libtorch's deterministic algorithms are on (process-wide).
+///
+/// # Errors
+/// A libtorch error.
+pub fn deterministic_algorithms() -> Result<bool> {
+    deterministic()
+}
+
+/// Intra-op threads when neither `num_threads` nor `OMP_NUM_THREADS` says: half the CPUs this
+/// process may use (affinity and cgroup quota count, which libtorch's own default of every
+/// physical core of the host ignores), at least 1. Half: hyper-threads share a core, and the
+/// loop, a data producer and Node need some room. On a loaded two-CPU machine the demo ran at
+/// 640 steps/s with one thread against 47 with two (OpenMP threads spin when oversubscribed).
+pub fn default_threads() -> usize {
+    (std::thread::available_parallelism().map_or(1, usize::from) / 2).max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fabric(precision: &str, accelerator: &str) -> FabricConfiguration {
+        FabricConfiguration {
+            precision: precision.into(),
+            torch_fp32_precision: None,
+            num_nodes: 1,
+            devices: "auto".into(),
+            strategy: "auto".into(),
+            accelerator: accelerator.into(),
+            num_threads: None,
+            deterministic: None,
+        }
+    }
+
+    const CPU_ONLY: Hardware = Hardware { cuda_devices: 0 };
+    const ONE_GPU: Hardware = Hardware { cuda_devices: 1 };
+
+    #[test]
+    fn sixteen_mixed_on_the_cpu_is_a_clear_error() {
+        let err = Runtime::for_hardware(&fabric("16-mixed", "auto"), CPU_ONLY).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.starts_with("learner.fabric_config.precision: 16-mixed")
+                && text.contains("CUDA")
+                && text.contains("bf16-mixed"),
+            "{text}"
+        );
+        // The legacy "16" means 16-mixed, and fails the same way.
+        assert!(Runtime::for_hardware(&fabric("16", "cpu"), CPU_ONLY).is_err());
+        let (rt, _) = Runtime::for_hardware(&fabric("16-mixed", "auto"), ONE_GPU).unwrap();
+        assert_eq!(rt.device, Device::Cuda(0));
+        assert!(rt.precision.needs_loss_scaler());
+    }
+
+    #[test]
+    fn matmul_precision_defaults_as_the_reference_and_can_be_overridden() {
+        let rt = |p: &str, set: Option<&str>| {
+            let mut c = fabric(p, "cpu");
+            c.torch_fp32_precision = set.map(String::from);
+            Runtime::for_hardware(&c, CPU_ONLY)
+                .unwrap()
+                .0
+                .matmul_precision
+        };
+        assert_eq!(rt("32-true", None), MatmulPrecision::High);
+        assert_eq!(rt("64-true", None), MatmulPrecision::High);
+        assert_eq!(rt("bf16-mixed", None), MatmulPrecision::Medium);
+        assert_eq!(rt("bf16-mixed", Some("highest")), MatmulPrecision::Highest);
+        let mut c = fabric("32-true", "cpu");
+        c.torch_fp32_precision = Some("fast".into());
+        let text = Runtime::for_hardware(&c, CPU_ONLY).unwrap_err().to_string();
+        assert!(
+            text.starts_with("learner.fabric_config.torch_fp32_precision:"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn legacy_precisions_are_reported_as_warnings() {
+        let (rt, warnings) = Runtime::for_hardware(&fabric("bf16", "cpu"), CPU_ONLY).unwrap();
+        assert_eq!(rt.precision, Precision::MixedBf16);
+        assert_eq!(warnings.len(), 1);
+        assert!(warnings[0].contains("deprecated"), "{warnings:?}");
+        let (_, none) = Runtime::for_hardware(&fabric("32-true", "cpu"), CPU_ONLY).unwrap();
+        assert!(none.is_empty());
+    }
+
+    #[test]
+    fn several_devices_and_zero_threads_are_rejected() {
+        let mut c = fabric("32-true", "cpu");
+        c.devices = "2".into();
+        let text = Runtime::for_hardware(&c, CPU_ONLY).unwrap_err().to_string();
+        assert!(
+            text.starts_with("learner.fabric_config.devices: 2 devices need"),
+            "{text}"
+        );
+        let mut c = fabric("32-true", "cpu");
+        c.num_threads = Some(0);
+        assert!(Runtime::for_hardware(&c, CPU_ONLY).is_err());
+        c.num_threads = Some(3);
+        let (rt, _) = Runtime::for_hardware(&c, CPU_ONLY).unwrap();
+        assert_eq!(rt.num_threads, Some(3));
+    }
+
+    #[test]
+    fn inputs_follow_the_parameter_dtype_and_outputs_the_loss_dtype() {
+        let (rt, _) = Runtime::for_hardware(&fabric("64-true", "cpu"), CPU_ONLY).unwrap();
+        let x = Tensor::ones([2], (tch::Kind::Float, Device::Cpu));
+        assert_eq!(rt.input(&x).unwrap().kind(), tch::Kind::Double);
+        let index = Tensor::ones([2], (tch::Kind::Int64, Device::Cpu));
+        assert_eq!(rt.input(&index).unwrap().kind(), tch::Kind::Int64);
+        assert_eq!(rt.output(&x).unwrap().kind(), tch::Kind::Double);
+        let (rt, _) = Runtime::for_hardware(&fabric("bf16-true", "cpu"), CPU_ONLY).unwrap();
+        assert_eq!(rt.input(&x).unwrap().kind(), tch::Kind::BFloat16);
+        let y = x.to_kind(tch::Kind::BFloat16);
+        assert_eq!(rt.output(&y).unwrap().kind(), tch::Kind::Float);
+        assert!(rt.autocast().unwrap().is_none());
+        let (rt, _) = Runtime::for_hardware(&fabric("bf16-mixed", "cpu"), CPU_ONLY).unwrap();
+        assert_eq!(rt.input(&x).unwrap().kind(), tch::Kind::Float);
+        assert!(rt.autocast().unwrap().is_some());
+    }
+}
