@@ -540,3 +540,32 @@ fn a_single_process_group_needs_no_launcher() {
         .fold(0.0, f64::max);
     assert!(worst <= 1e-5, "differs by {worst}");
 }
+
+#[test]
+fn a_rendezvous_nobody_joins_fails_within_its_timeout() {
+    use xpm_torch_core::distributed::DistOptions;
+    let options = DistOptions {
+        rendezvous_timeout: Duration::from_secs(2),
+        ..DistOptions::default()
+    };
+    for rank in [0, 1] {
+        let env = DistEnv {
+            rank,
+            local_rank: rank,
+            world_size: 2,
+            local_world_size: 2,
+            master_port: free_port(),
+            ..DistEnv::single()
+        };
+        let started = Instant::now();
+        let err = ProcessGroup::with_options(&env, options).expect_err("nobody else joins");
+        let took = started.elapsed();
+        let text = err.to_string();
+        assert!(
+            text.starts_with(&format!("rank {rank} of 2: rendezvous at 127.0.0.1:")),
+            "{text}"
+        );
+        assert_eq!(err.code(), "ERR_DISTRIBUTED");
+        assert!(took < Duration::from_secs(30), "took {took:?}: {text}");
+    }
+}
