@@ -46,5 +46,19 @@ fn main() {
         .flag_if_supported("-Wno-unused-parameter")
         .define("_GLIBCXX_USE_CXX11_ABI", "1")
         .compile("xpmshim");
+    // c10d (rendezvous, Gloo, collectives): its own unit, the only one seeing the gloo stand-ins.
+    println!("cargo:rerun-if-changed=cpp/dist.cpp");
+    println!("cargo:rerun-if-changed=cpp/gloo-stub");
+    cc::Build::new()
+        .cpp(true)
+        .pic(true)
+        .file("cpp/dist.cpp")
+        .include("cpp/gloo-stub")
+        .include(root.join("include"))
+        .include(root.join("include/torch/csrc/api/include"))
+        .flag("-std=c++17")
+        .flag_if_supported("-Wno-unused-parameter")
+        .define("_GLIBCXX_USE_CXX11_ABI", "1")
+        .compile("xpmdist");
     println!("cargo:rustc-link-arg=-Wl,-rpath,{}", lib.display());
 }

@@ -70,6 +70,9 @@ pub enum Error {
     /// A listener or hook written in JavaScript failed.
     #[error("{0}")]
     Callback(String),
+    /// A distributed run failed: its environment, rendezvous or a collective.
+    #[error(transparent)]
+    Distributed(#[from] crate::distributed::DistributedError),
 }
 
 impl Error {
@@ -86,6 +89,7 @@ impl Error {
             Error::Callback(_) => "ERR_CALLBACK",
             Error::Data { .. } => "ERR_DATA",
             Error::Checkpoint { .. } => "ERR_CHECKPOINT",
+            Error::Distributed(_) => "ERR_DISTRIBUTED",
         }
     }
 

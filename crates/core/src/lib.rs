@@ -5,6 +5,7 @@
 
 pub mod config;
 pub mod data;
+pub mod distributed;
 mod error;
 mod fsutil;
 pub mod learner;

@@ -1,0 +1,68 @@
+//! The C ABI of `cpp/dist.cpp`. Every function returning `*mut c_char` returns null on success
+//! or a message (libtorch's, without its backtrace) that [`take_message`] frees.
+
+use std::ffi::{c_char, c_int, c_void, CStr};
+
+use tch::Tensor;
+
+/// Opaque: the store, the Gloo backend and the peers' identities, owned by the C++ side.
+#[repr(C)]
+pub(crate) struct XpmDist {
+    _private: [u8; 0],
+}
+
+extern "C" {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn xpm_dist_new(
+        master_addr: *const c_char,
+        master_port: c_int,
+        rank: c_int,
+        world: c_int,
+        gloo_interface: *const c_char,
+        loopback_device: c_int,
+        timeout_ms: i64,
+        rendezvous_timeout_ms: i64,
+        out: *mut *mut XpmDist,
+    ) -> *mut c_char;
+    pub(crate) fn xpm_dist_free(dist: *mut XpmDist);
+    pub(crate) fn xpm_dist_peers(dist: *const XpmDist) -> *const c_char;
+    pub(crate) fn xpm_dist_all_reduce(
+        dist: *mut XpmDist,
+        tensors: *const *mut c_void,
+        n: c_int,
+        op: c_int,
+    ) -> *mut c_char;
+    pub(crate) fn xpm_dist_broadcast(
+        dist: *mut XpmDist,
+        tensors: *const *mut c_void,
+        n: c_int,
+        root: c_int,
+    ) -> *mut c_char;
+    pub(crate) fn xpm_dist_barrier(dist: *mut XpmDist) -> *mut c_char;
+    pub(crate) fn xpm_dist_sync_gradients(
+        dist: *mut XpmDist,
+        params: *const *mut c_void,
+        n: c_int,
+        bucket_bytes: i64,
+        divisor: f64,
+    ) -> *mut c_char;
+    fn xpm_dist_free_message(message: *mut c_char);
+}
+
+/// tch's handles (`at::Tensor*`) of `tensors`, valid while they live.
+pub(crate) fn handles(tensors: &[Tensor]) -> Vec<*mut c_void> {
+    tensors.iter().map(|t| t.as_ptr() as *mut c_void).collect()
+}
+
+/// The shim's message, if any, as an owned string (the C++ copy is freed).
+pub(crate) fn take_message(message: *mut c_char) -> Option<String> {
+    if message.is_null() {
+        return None;
+    }
+    // SAFETY: a non-null result is a NUL-terminated string malloc'ed by the shim, ours to free.
+    let text = unsafe { CStr::from_ptr(message) }
+        .to_string_lossy()
+        .into_owned();
+    unsafe { xpm_dist_free_message(message) };
+    Some(text)
+}
