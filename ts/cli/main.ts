@@ -55,7 +55,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       io.err(`xpm-torch ${command.name}: ${error.message}\n\n${command.help}`);
       return 2;
     }
-    if (error instanceof ConfigError) {
+    if (error instanceof ConfigError || (error instanceof Error && (error as { code?: unknown }).code === "ERR_CONFIG")) {
       io.err(`xpm-torch ${command.name}: invalid configuration: ${error.message}`);
       return 1;
     }

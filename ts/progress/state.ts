@@ -39,8 +39,9 @@ export class ProgressState {
   }
 
   step(progress: StepProgress): void {
-    // The first event may come from a resumed run: rates count from it, not from step 0.
-    this.started ??= { at: this.startedAt, step: Math.max(0, progress.step - 1) };
+    // Rates count from the first event: setup time is not training speed, and a resumed run
+    // does not start at step 0.
+    this.started ??= { at: this.now(), step: progress.step };
     this.latest = progress;
     if (progress.runningLoss !== undefined) this.loss = progress.runningLoss;
   }
@@ -58,8 +59,8 @@ export class ProgressState {
     const p = this.latest;
     if (!p) return undefined;
     const t = this.now();
-    const elapsed = (t - (this.started?.at ?? this.startedAt)) / 1000;
-    const rate = elapsed > 0 ? (p.step - (this.started?.step ?? 0)) / elapsed : Number.NaN;
+    const elapsed = this.started ? (t - this.started.at) / 1000 : 0;
+    const rate = elapsed > 0 && this.started ? (p.step - this.started.step) / elapsed : Number.NaN;
     const perEpoch = this.shape.stepsPerEpoch;
     const inEpoch = p.step - (p.epoch - 1) * perEpoch;
     return {
