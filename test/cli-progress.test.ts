@@ -58,3 +58,27 @@ describe("progress display", () => {
     expect([formatDuration(5), formatDuration(75), formatDuration(3723), formatDuration(Number.NaN)]).toEqual(["0:05", "1:15", "1:02:03", "--:--"]);
   });
 });
+
+describe("step events", () => {
+  it("carry the epoch's running loss, which ends at the epoch's loss", async () => {
+    const { learn } = await import("../ts/learn.js");
+    const { demoLearner } = await import("../ts/demo-config.js");
+    const { mkdtempSync } = await import("node:fs");
+    const { tmpdir } = await import("node:os");
+    const { join } = await import("node:path");
+    const progress: { step: number; runningLoss?: number }[] = [];
+    const result = await learn(demoLearner({ max_epochs: 1, steps_per_epoch: 400, seed: 7 }), {
+      workspace: mkdtempSync(join(tmpdir(), "xpm-progress-")),
+      quiet: true,
+      onProgress: (p) => progress.push(p),
+    });
+    const withLoss = progress.filter((p) => p.runningLoss !== undefined);
+    expect(withLoss.length).toBeGreaterThan(0);
+    for (const p of withLoss) expect(p.runningLoss).toBeGreaterThan(0);
+    // The first event is sent at once and asks for the loss of the single step so far.
+    expect(progress[0]).toEqual(expect.objectContaining({ step: 1, runningLoss: expect.any(Number) }));
+    const epochLoss = result.epochs[0]!.loss;
+    const last = withLoss[withLoss.length - 1]!;
+    if (last.step === 400) expect(last.runningLoss).toBeCloseTo(epochLoss, 5);
+  });
+});

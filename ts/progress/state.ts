@@ -60,7 +60,7 @@ export class ProgressState {
     if (!p) return undefined;
     const t = this.now();
     const elapsed = this.started ? (t - this.started.at) / 1000 : 0;
-    const rate = elapsed > 0 && this.started ? (p.step - this.started.step) / elapsed : Number.NaN;
+    const rate = elapsed > 0 && this.started && p.step > this.started.step ? (p.step - this.started.step) / elapsed : Number.NaN;
     const perEpoch = this.shape.stepsPerEpoch;
     const inEpoch = p.step - (p.epoch - 1) * perEpoch;
     return {
