@@ -190,7 +190,7 @@ describe("jobs", () => {
     const workspace = freshWorkspace();
     const code =
       "const m = await import('xpm-torch');" +
-      "const r = await m.learn(m.demoLearner({ max_epochs: 1, steps_per_epoch: 2 }));" +
+      "const r = await m.learn(m.demoLearner({ max_epochs: 1, steps_per_epoch: 2 }), { quiet: true });" +
       "console.log(r.jobDir);";
     const out = nodeEval(code, userEnv({ XPM_TORCH_WORKSPACE: workspace }), 30_000);
     expect(out.stderr).toBe("");

@@ -1,6 +1,18 @@
+import { join } from "node:path";
+
 import { MlpScorer } from "./config/classes/builtin.js";
 import { demoLearner } from "./demo-config.js";
-import { type EpochReport, learn } from "./learn.js";
+import { type EpochReport, type LearnResult, learn } from "./learn.js";
+import { createProgressDisplay } from "./progress/display.js";
+import { readJob } from "./report/job.js";
+
+export interface DemoRunOptions {
+  /** Where lines go (default stdout). */
+  readonly print?: (line: string) => void;
+  readonly workspace?: string;
+  /** No progress bar (there is none anyway when stderr is not a terminal). */
+  readonly quiet?: boolean;
+}
 
 function epochLine(e: EpochReport): string {
   return (
@@ -11,18 +23,47 @@ function epochLine(e: EpochReport): string {
   );
 }
 
-/** Runs the demo training and prints one line per epoch; returns the final held-out accuracy. */
-export async function runDemo(print: (line: string) => void = console.log, workspace?: string): Promise<number> {
+/** Where the job's files are and its listeners' best values, as lines. */
+export function jobSummary(result: LearnResult): string[] {
+  const job = readJob(result.jobDir);
+  const lines = [
+    "where everything is:",
+    `  job directory   ${result.jobDir}`,
+    `  configuration   ${join(result.jobDir, "params.json")}`,
+    `  TensorBoard     ${join(result.jobDir, "runs")}  (view: tensorboard --logdir DIR)`,
+    `  checkpoints     ${join(result.jobDir, "checkpoints")}`,
+  ];
+  if (result.learned_model) lines.push(`  learned model   ${result.learned_model}`);
+  if (job.best.length > 0) {
+    lines.push("best values:");
+    for (const b of job.best) {
+      lines.push(`  ${b.listener}/${b.metric}  ${b.value.toFixed(4)} at epoch ${b.epoch}${b.model ? `  (${b.model})` : ""}`);
+    }
+  }
+  if (result.stopped) lines.push(`stopped early: ${result.stopped}`);
+  lines.push(`curves and results: npx xpm-torch report ${result.jobDir}`);
+  return lines;
+}
+
+/** Runs the demo training, prints one line per epoch and a summary; returns the final held-out accuracy. */
+export async function runDemo(options: DemoRunOptions = {}): Promise<number> {
+  const print = options.print ?? console.log;
   const config = demoLearner();
   const layers = MlpScorer.is(config.model) ? [config.model.input_dim, ...config.model.hidden_dims, 1].join("→") : "?";
   print(
     `xpm-torch demo: MLP ${layers}, pairwise hinge loss, Adam, ` +
       `${config.max_epochs} epochs × ${config.steps_per_epoch} steps`,
   );
+  // On a terminal the bar runs below the epoch lines; elsewhere the epoch lines are the log.
+  const bar =
+    !options.quiet && process.stderr.isTTY
+      ? createProgressDisplay(process.stderr, { maxEpochs: config.max_epochs, stepsPerEpoch: config.steps_per_epoch }, { mode: "bar" })
+      : undefined;
   const started = performance.now();
   const result = await learn(config, {
-    ...(workspace === undefined ? {} : { workspace }),
-    onEpoch: (e) => print(epochLine(e)),
+    ...(options.workspace === undefined ? {} : { workspace: options.workspace }),
+    ...(bar ? { progress: bar } : { quiet: true }),
+    onEpoch: (e) => (bar ? bar.log(epochLine(e)) : print(epochLine(e))),
   });
   const seconds = (performance.now() - started) / 1000;
   const last = result.epochs[result.epochs.length - 1];
@@ -30,14 +71,14 @@ export async function runDemo(print: (line: string) => void = console.log, works
   if (result.cached) {
     print("this job had already run; its stored result:");
     result.epochs.forEach((e) => print(epochLine(e)));
-    print(`final held-out accuracy ${accuracy.toFixed(4)} (remove ${result.jobDir} to train again)`);
-    return accuracy;
+  } else {
+    const steps = last?.step ?? 0;
+    print(
+      `done: ${steps} steps in ${seconds.toFixed(2)} s (${(steps / seconds).toFixed(0)} steps/s including setup); ` +
+        `final held-out accuracy ${accuracy.toFixed(4)}`,
+    );
   }
-  const steps = last?.step ?? 0;
-  print(`job directory: ${result.jobDir}`);
-  print(
-    `done: ${steps} steps in ${seconds.toFixed(2)} s (${(steps / seconds).toFixed(0)} steps/s including setup); ` +
-      `final held-out accuracy ${accuracy.toFixed(4)}`,
-  );
+  jobSummary(result).forEach((line) => print(line));
+  if (result.cached) print(`(remove ${result.jobDir} to train again)`);
   return accuracy;
 }

@@ -65,6 +65,13 @@ export class LibtorchNotFoundError extends XpmTorchError {
   }
 }
 
+/** The native addon is neither installed (platform package) nor built (clone). */
+export class AddonNotFoundError extends XpmTorchError {
+  constructor(message: string) {
+    super("ERR_ADDON", message);
+  }
+}
+
 /** The error shape the native binding resolves with when a job fails. */
 export interface NativeErrorPayload {
   code: string;

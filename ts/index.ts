@@ -46,3 +46,11 @@ export { JobLockedError, defaultWorkspace } from "./workspace/job.js";
 export { readParamsJson, writeParamsJson } from "./workspace/params-json.js";
 export { demoLearner, type DemoOptions } from "./demo-config.js";
 export { TORCH_VERSION } from "./paths.js";
+export {
+  createProgressDisplay,
+  type ProgressDisplay,
+  type ProgressDisplayOptions,
+  type ProgressStream,
+} from "./progress/display.js";
+export { writeReport, type WrittenReport } from "./report/report.js";
+export { listJobs, readJob, type JobInfo, type JobState, type BestValue } from "./report/job.js";

@@ -12,6 +12,7 @@ import { type HookBehaviour, type HookState, hookBehaviour } from "./hooks.js";
 import { type NativeErrorPayload, fromNative } from "./errors.js";
 import { type ListenerBehaviour, type ListenerState, listenerBehaviour, toReply } from "./listeners.js";
 import { type NativeBinding, loadNative } from "./native.js";
+import { type ProgressDisplay, createProgressDisplay } from "./progress/display.js";
 import { type Job, acquireLock, defaultWorkspace, jobOf, markDone, markFailed, prepareJobDirectory, storedResult } from "./workspace/job.js";
 
 /** A Learner configuration, as `Learner.C({...})` returns it. */
@@ -42,6 +43,8 @@ export interface StepProgress {
   readonly epoch: number;
   readonly step: number;
   readonly totalSteps: number;
+  /** The mean loss of the epoch's steps so far (absent on some events). */
+  readonly runningLoss?: number;
 }
 
 /** A listener's best value of a metric and the model saved then. */
@@ -105,6 +108,14 @@ export interface LearnOptions {
    * process (default true); a second signal exits at once.
    */
   readonly handleSignals?: boolean;
+  /**
+   * No progress display. By default `learn()` shows one on stderr: a bar with epoch, step,
+   * steps/s, ETA and running loss on a terminal, a plain line every 10 s (and a last one)
+   * elsewhere.
+   */
+  readonly quiet?: boolean;
+  /** A display to drive instead of the default one (see `createProgressDisplay`). */
+  readonly progress?: ProgressDisplay;
 }
 
 type NativeEvent =
@@ -257,6 +268,9 @@ async function answerData(side: JsSide, request: DataRequest): Promise<unknown> 
 async function train(config: LearnerConfig, job: Job, options: LearnOptions): Promise<StoredResult> {
   const { binding } = loadNative();
   const side: JsSide = { listeners: new Map(), hooks: new Map(), samplers: new Map(), datasets: new Map(), seed: config.random.seed };
+  const display = options.quiet
+    ? undefined
+    : (options.progress ?? createProgressDisplay(process.stderr, { maxEpochs: config.max_epochs, stepsPerEpoch: config.steps_per_epoch }));
   const wire = toWire(config, job.paths, standIns(side));
   // A throwing callback must not become an uncaught exception that kills the process: keep the
   // first error and raise it from learn() itself.
@@ -265,9 +279,16 @@ async function train(config: LearnerConfig, job: Job, options: LearnOptions): Pr
     try {
       const event = JSON.parse(text) as NativeEvent;
       if (event.kind === "listener" || event.kind === "hook" || event.kind === "data") void answer(binding, side, event);
-      else if (event.kind === "epoch") options.onEpoch?.(event.report);
-      else if (event.kind === "warning") (options.onWarning ?? ((m: string) => console.warn(`xpm-torch: ${m}`)))(event.message);
-      else options.onProgress?.(event.progress);
+      else if (event.kind === "epoch") {
+        display?.epoch(event.report);
+        options.onEpoch?.(event.report);
+      } else if (event.kind === "warning") {
+        const warn = options.onWarning ?? ((m: string) => (display ? display.log(`xpm-torch: ${m}`) : console.warn(`xpm-torch: ${m}`)));
+        warn(event.message);
+      } else {
+        display?.step(event.progress);
+        options.onProgress?.(event.progress);
+      }
     } catch (error) {
       callbackError ??= error;
     }
@@ -279,6 +300,7 @@ async function train(config: LearnerConfig, job: Job, options: LearnOptions): Pr
     outcome = await binding.learn(JSON.stringify(wire), onEvent, runId);
   } finally {
     stopHandlers();
+    display?.finish();
   }
   const result = unwrapOutcome<StoredResult>(outcome);
   if (callbackError !== undefined) throw callbackError;

@@ -101,6 +101,11 @@ impl JsObserver {
         }
     }
 
+    fn step_event_due(&self) -> bool {
+        self.last_step_event
+            .is_none_or(|t| t.elapsed() >= STEP_EVENT_INTERVAL)
+    }
+
     fn send(&self, event: serde_json::Value) {
         self.bridge.send(event);
     }
@@ -111,13 +116,26 @@ impl JsObserver {
 }
 
 impl Observer for JsObserver {
+    fn wants_running_loss(&mut self) -> bool {
+        self.bridge.callback.is_some() && self.step_event_due()
+    }
+
     fn on_step(&mut self, progress: StepProgress) -> Result<()> {
-        let due = self
-            .last_step_event
-            .is_none_or(|t| t.elapsed() >= STEP_EVENT_INTERVAL);
-        if due || progress.step == progress.total_steps {
+        self.on_step_with_loss(progress, None)
+    }
+
+    fn on_step_with_loss(
+        &mut self,
+        progress: StepProgress,
+        running_loss: Option<f64>,
+    ) -> Result<()> {
+        if self.step_event_due() || progress.step == progress.total_steps {
             self.last_step_event = Some(Instant::now());
-            self.send(json!({ "kind": "step", "progress": progress }));
+            let mut event = json!({ "kind": "step", "progress": progress });
+            if let Some(loss) = running_loss.filter(|l| l.is_finite()) {
+                event["progress"]["runningLoss"] = json!(loss);
+            }
+            self.send(event);
         }
         Ok(())
     }

@@ -6,5 +6,6 @@ mod contract;
 mod events;
 mod learn;
 mod outcome;
+mod runtime_info;
 mod self_test;
 mod thread;

@@ -55,6 +55,20 @@ pub trait Observer {
     fn on_step(&mut self, _progress: StepProgress) -> Result<()> {
         Ok(())
     }
+    /// Whether the next step's report should carry the epoch's running loss. Reading it waits
+    /// for the device, so observers ask only for the steps they forward.
+    fn wants_running_loss(&mut self) -> bool {
+        false
+    }
+    /// After every optimizer step, with the mean loss of the epoch's steps so far when
+    /// [`Observer::wants_running_loss`] asked for it; by default the same as `on_step`.
+    fn on_step_with_loss(
+        &mut self,
+        progress: StepProgress,
+        _running_loss: Option<f64>,
+    ) -> Result<()> {
+        self.on_step(progress)
+    }
     /// After every epoch.
     fn on_epoch(&mut self, _report: &EpochReport) -> Result<()> {
         Ok(())

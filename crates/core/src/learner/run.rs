@@ -128,7 +128,13 @@ pub fn learn(
             for hook in &step_hooks {
                 observer.js_hook(&hook.key, "after", after)?;
             }
-            observer.on_step(after)?;
+            let running_loss = match (&loss_sum, observer.wants_running_loss()) {
+                (Some(sum), true) => {
+                    Some(sum.f_to_kind(Kind::Double)?.f_double_value(&[])? / (done + 1) as f64)
+                }
+                _ => None,
+            };
+            observer.on_step_with_loss(after, running_loss)?;
         }
         let steps_here = config.steps_per_epoch - first_step;
         first_step = 0;

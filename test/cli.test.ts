@@ -1,0 +1,180 @@
+// The xpm-torch command, run as a process from the TypeScript sources.
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+import { beforeAll, describe, expect, it } from "vitest";
+
+import { COMMANDS, runCli } from "../ts/cli/main.js";
+import { readCurves } from "../ts/report/curves.js";
+import { learnerModule, xpmTorch } from "./helpers/cli.js";
+
+/** A temporary directory whose modules are ES modules, as in a `"type": "module"` project. */
+function esmDir(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  writeFileSync(join(dir, "package.json"), '{ "type": "module" }\n');
+  return dir;
+}
+
+function captured() {
+  const out: string[] = [];
+  const err: string[] = [];
+  return { io: { out: (l: string) => out.push(l), err: (l: string) => err.push(l) }, out, err };
+}
+
+describe("help", () => {
+  it.each(COMMANDS.map((c) => c.name))("%s --help prints its usage and exits 0", async (name) => {
+    const { io, out } = captured();
+    expect(await runCli([name, "--help"], io)).toBe(0);
+    expect(out.join("\n")).toMatch(new RegExp(`^usage: xpm-torch ${name}\\b`));
+  });
+
+  it("lists every command without arguments, and refuses an unknown one", async () => {
+    const none = captured();
+    expect(await runCli([], none.io)).toBe(2);
+    for (const c of COMMANDS) expect(none.err.join("\n")).toContain(`  ${c.name} `);
+    const unknown = captured();
+    expect(await runCli(["fly"], unknown.io)).toBe(2);
+    expect(unknown.err.join("\n")).toContain('unknown command "fly"');
+  });
+
+  it("refuses unknown options and missing arguments with the command's usage", async () => {
+    const bad = captured();
+    expect(await runCli(["jobs", "--colour"], bad.io)).toBe(2);
+    expect(bad.err.join("\n")).toMatch(/--colour[\s\S]*usage: xpm-torch jobs/);
+    const missing = captured();
+    expect(await runCli(["learn"], missing.io)).toBe(2);
+    expect(missing.err.join("\n")).toContain("missing argument");
+  });
+});
+
+describe("doctor", () => {
+  it("with a missing libtorch, says what to run and exits 1", () => {
+    const empty = mkdtempSync(join(tmpdir(), "xpm-no-torch-"));
+    const r = xpmTorch(["doctor"], { XPM_TORCH_LIBTORCH: empty });
+    expect(r.status).toBe(1);
+    expect(r.stdout).toMatch(/\[FAIL\] libtorch/);
+    expect(r.stdout).toContain(`XPM_TORCH_LIBTORCH is set, but ${empty}: no lib/libtorch_cpu.so`);
+    expect(r.stdout).toContain("fix: run `npx xpm-torch setup`");
+  });
+
+  it("with libtorch, reports its version, the addon, CUDA and threads", () => {
+    const r = xpmTorch(["doctor"]);
+    expect(r.stderr).toBe("");
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/\[ok {2}\] libtorch +2\.11\.0/);
+    expect(r.stdout).toMatch(/\[ok {2}\] addon +local build: .*xpm-torch\.linux-x64-gnu\.node/);
+    expect(r.stdout).toMatch(/\] CUDA +/);
+    expect(r.stdout).toMatch(/\] threads +\d+ intra-op, \d+ inter-op/);
+  });
+});
+
+describe("learn", () => {
+  const dir = esmDir("xpm-cli-learn-");
+
+  it("on a malformed config prints the error with the file and parameter path, and exits 1", () => {
+    const file = join(dir, "bad.ts");
+    writeFileSync(file, learnerModule("checkpoint_interval: -2,"));
+    const r = xpmTorch(["learn", file, "--workspace", join(dir, "ws")]);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/^xpm-torch learn: invalid configuration: .*bad\.ts: learner\.checkpoint_interval: /m);
+    expect(existsSync(join(dir, "ws"))).toBe(false);
+  });
+
+  it("on a module without a Learner names what it found", () => {
+    const file = join(dir, "none.mjs");
+    writeFileSync(file, "export const model = 3;\n");
+    const r = xpmTorch(["learn", file]);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain("none.mjs: exports no Learner: export it as default or as `learner` (found: model)");
+  });
+
+  it("on an incomplete params.json names the file and the parameter", () => {
+    const file = join(dir, "params.json");
+    const objects = [{ id: 0, typename: "xpm_torch.learner.Learner", fields: { max_epochs: "many" } }];
+    writeFileSync(file, JSON.stringify({ version: 3, objects }));
+    const r = xpmTorch(["learn", file]);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/invalid configuration: .*params\.json: learner\.random: expected a Random configuration/);
+  });
+});
+
+describe("a trained job", () => {
+  const dir = esmDir("xpm-cli-job-");
+  const workspace = join(dir, "ws");
+  let run: ReturnType<typeof xpmTorch>;
+  let jobDir: string;
+
+  beforeAll(() => {
+    const file = join(dir, "config.ts");
+    writeFileSync(file, learnerModule("", "export const learner ="));
+    run = xpmTorch(["learn", file, "--workspace", workspace]);
+    const typeDir = join(workspace, "jobs", "xpm_torch.learner.learner");
+    jobDir = join(typeDir, readdirSync(typeDir)[0]!);
+  });
+
+  it("learn trains a .ts module's `learner` export and prints where everything is", () => {
+    expect(run.status, run.stderr).toBe(0);
+    expect(run.stdout).toContain("trained 3 epochs, 75 steps");
+    expect(run.stdout).toContain(`job directory   ${jobDir}`);
+    expect(run.stdout).toMatch(/val\/ndcg@10 +\d\.\d{4} at epoch \d/);
+    expect(existsSync(join(jobDir, "learner.done"))).toBe(true);
+  });
+
+  it("learn prints plain progress lines when stderr is not a terminal", () => {
+    const lines = run.stderr.split("\n").filter((l) => l.startsWith("xpm-torch: epoch"));
+    expect(lines.length).toBeGreaterThanOrEqual(2);
+    expect(lines[lines.length - 1]).toMatch(/^xpm-torch: epoch 3\/3 step 25\/25 \(75\/75, 100%\) [\d.]+ steps\/s ETA 0:00 loss \d\.\d+, \d+:\d\d elapsed$/);
+    expect(run.stderr).not.toContain("\r");
+  });
+
+  it("jobs lists the finished job with its best value", () => {
+    const r = xpmTorch(["jobs", workspace]);
+    expect(r.status).toBe(0);
+    const result = JSON.parse(readFileSync(join(jobDir, ".experimaestro", "result.json"), "utf8")) as {
+      listeners: { val: { "ndcg@10": { value: number; epoch: number } } };
+    };
+    const best = result.listeners.val["ndcg@10"];
+    const row = r.stdout.split("\n").find((l) => l.includes(jobDir.slice(-64, -52)));
+    expect(row).toBeDefined();
+    expect(row).toMatch(/ done +3 +/);
+    expect(row).toContain(`val/ndcg@10=${Number(best.value.toPrecision(4))}@${best.epoch}`);
+    const json = JSON.parse(xpmTorch(["jobs", workspace, "--json"]).stdout) as { dir: string; state: string }[];
+    expect(json).toEqual([expect.objectContaining({ dir: jobDir, state: "done" })]);
+  });
+
+  it("report draws one curve per logged tag and a page with the results table", () => {
+    const out = join(dir, "report");
+    mkdirSync(out);
+    const r = xpmTorch(["report", jobDir, "--out", out]);
+    expect(r.status, r.stderr).toBe(0);
+    const svg = readFileSync(join(out, "curves.svg"), "utf8");
+    const tags = readCurves(join(jobDir, "runs")).map((c) => c.tag);
+    expect(tags).toEqual(expect.arrayContaining(["train/pair-hinge", "val/ndcg@10"]));
+    const drawn = [...svg.matchAll(/<path class="curve" data-tag="([^"]+)" d="([^"]+)"/g)];
+    expect(drawn.map((m) => m[1])).toEqual(tags);
+    // Each training-loss path has one point per epoch.
+    const loss = drawn.find((m) => m[1] === "train/pair-hinge")![2]!;
+    expect(loss.match(/[ML]/g)).toHaveLength(3);
+    const html = readFileSync(join(out, "report.html"), "utf8");
+    expect(html).toContain("<table class=\"results\">");
+    expect(html).toMatch(/<td>val<\/td><td>ndcg@10<\/td><td class="num">0\.\d+/);
+    expect(html).toContain(svg.trim().split("\n")[0]);
+  });
+
+  it("learn on the job's params.json with a wrong value names the file and the parameter", () => {
+    const text = readFileSync(join(jobDir, "params.json"), "utf8");
+    expect(text).toContain('"max_epochs":3');
+    const file = join(dir, "broken-params.json");
+    writeFileSync(file, text.replace('"max_epochs":3', '"max_epochs":"three"'));
+    const r = xpmTorch(["learn", file, "--workspace", join(dir, "ws2")]);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/invalid configuration: .*broken-params\.json: learner\.max_epochs: /);
+  });
+
+  it("report on a directory that is no job says so", () => {
+    const r = xpmTorch(["report", dir]);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain("is not a job directory");
+  });
+});

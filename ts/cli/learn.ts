@@ -1,0 +1,57 @@
+import { jobSummary } from "../demo.js";
+import type { Command } from "./command.js";
+
+export const learnCommand: Command = {
+  name: "learn",
+  summary: "train the Learner a .ts/.js module exports (default or `learner`), or a params.json",
+  help: `usage: xpm-torch learn FILE [--workspace DIR] [--quiet]
+
+Runs the Learner configuration in FILE in its job directory, as learn() does:
+  - a TypeScript or JavaScript module exporting it as \`default\` or as \`learner\` (a
+    configuration, or a function returning one); .ts files need no build step;
+  - a params.json (for example a job's own, to run it again in another workspace).
+A finished job prints its stored result; an interrupted one resumes. Invalid configurations are
+reported with the file and the parameter path, and exit with status 1.
+
+options:
+  --workspace DIR   where jobs go (default: XPM_TORCH_WORKSPACE, else ./xpm-workspace)
+  --quiet           no progress display`,
+  options: { workspace: { type: "string" }, quiet: { type: "boolean" } },
+  positionals: [1, 1],
+  run: async ({ values, positionals }, io) => {
+    const { loadLearnerConfig } = await import("./load-config.js");
+    const config = await loadLearnerConfig(positionals[0]!);
+    const { learn } = await import("../learn.js");
+    const workspace = typeof values.workspace === "string" ? values.workspace : undefined;
+    const result = await learn(config, { ...(workspace ? { workspace } : {}), quiet: values.quiet === true });
+    const last = result.epochs[result.epochs.length - 1];
+    io.out(result.cached ? "this job had already run; its stored result:" : `trained ${last?.epoch ?? 0} epochs, ${last?.step ?? 0} steps; final loss ${last?.loss.toPrecision(4) ?? "-"}`);
+    jobSummary(result).forEach((line) => io.out(line));
+    return 0;
+  },
+};
+
+export const demoCommand: Command = {
+  name: "demo",
+  summary: "train the demo ranking model, then print where everything is and a summary",
+  help: `usage: xpm-torch demo [--workspace DIR] [--quiet]
+
+Trains an MLP to rank synthetic documents (a planted signal) from preference pairs with the
+hinge loss and Adam, validating on held-out queries after each epoch with early stopping,
+checkpoints and TensorBoard logs. Prints one line per epoch, then the job directory, logs,
+checkpoints and best values. Running it again prints the stored result.
+
+options:
+  --workspace DIR   where the job goes (default: XPM_TORCH_WORKSPACE, else ./xpm-workspace)
+  --quiet           no progress bar`,
+  options: { workspace: { type: "string" }, quiet: { type: "boolean" } },
+  run: async ({ values }, io) => {
+    const { runDemo } = await import("../demo.js");
+    await runDemo({
+      print: io.out,
+      quiet: values.quiet === true,
+      ...(typeof values.workspace === "string" ? { workspace: values.workspace } : {}),
+    });
+    return 0;
+  },
+};

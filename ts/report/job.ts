@@ -1,0 +1,148 @@
+import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
+import { hostname } from "node:os";
+import { basename, dirname, join } from "node:path";
+
+/** Where a job stands. */
+export type JobState = "done" | "running" | "failed" | "interrupted" | "incomplete";
+
+/** A listener's best value of one metric, as stored in the job's result. */
+export interface BestValue {
+  readonly listener: string;
+  readonly metric: string;
+  readonly value: number;
+  readonly epoch: number;
+  readonly model?: string;
+}
+
+/** What a job directory says about its job, read without loading libtorch. */
+export interface JobInfo {
+  readonly dir: string;
+  readonly typeId: string;
+  readonly identifier: string;
+  readonly state: JobState;
+  /** For failed and interrupted jobs: the stored error message. */
+  readonly error?: string;
+  /** Epochs done: from the result, else from the newest checkpoint. */
+  readonly epochs: number;
+  readonly best: readonly BestValue[];
+  /** Listener outputs that are not best values (TypeScript listeners' own results). */
+  readonly otherOutputs: Readonly<Record<string, unknown>>;
+  readonly stopped: string | null;
+  readonly learnedModel: string | null;
+  /** Last change of the job directory's markers. */
+  readonly modified: Date;
+}
+
+interface StoredResultFile {
+  epochs?: unknown[];
+  listeners?: Record<string, unknown>;
+  stopped?: string | null;
+  learned_model?: string | null;
+}
+
+function readJson<T>(file: string): T | undefined {
+  try {
+    return JSON.parse(readFileSync(file, "utf8")) as T;
+  } catch {
+    return undefined;
+  }
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+function isBest(value: unknown): value is { epoch: number; value: number; model?: string } {
+  const v = value as { epoch?: unknown; value?: unknown } | null;
+  return typeof v === "object" && v !== null && typeof v.epoch === "number" && typeof v.value === "number";
+}
+
+/** Splits listener outputs into best values and the rest. */
+function bestValues(listeners: Record<string, unknown>): { best: BestValue[]; other: Record<string, unknown> } {
+  const best: BestValue[] = [];
+  const other: Record<string, unknown> = {};
+  for (const [listener, output] of Object.entries(listeners)) {
+    const entries = typeof output === "object" && output !== null ? Object.entries(output) : [];
+    const bests = entries.filter(([, v]) => isBest(v));
+    if (bests.length === 0 || bests.length !== entries.length) other[listener] = output;
+    for (const [metric, v] of bests) {
+      const b = v as { epoch: number; value: number; model?: string };
+      best.push({ listener, metric, value: b.value, epoch: b.epoch, ...(typeof b.model === "string" ? { model: b.model } : {}) });
+    }
+  }
+  return { best, other };
+}
+
+function newestCheckpointEpoch(dir: string): number {
+  const checkpoints = join(dir, "checkpoints");
+  if (!existsSync(checkpoints)) return 0;
+  const epochs = readdirSync(checkpoints)
+    .map((name) => /^epoch-(\d+)$/.exec(name)?.[1])
+    .filter((e): e is string => e !== undefined)
+    .map(Number);
+  return epochs.length ? Math.max(...epochs) : 0;
+}
+
+/** True when `dir` looks like a job directory (holds params.json). */
+export function isJobDir(dir: string): boolean {
+  return existsSync(join(dir, "params.json"));
+}
+
+/**
+ * Reads a job directory `<workspace>/jobs/<type id>/<identifier>/`.
+ * @throws Error when `dir` holds no params.json.
+ */
+export function readJob(dir: string): JobInfo {
+  if (!isJobDir(dir)) throw new Error(`${dir} is not a job directory (no params.json); job directories are <workspace>/jobs/<type id>/<identifier>/`);
+  const typeId = basename(dirname(dir));
+  const name = typeId.slice(typeId.lastIndexOf(".") + 1);
+  const marker = (suffix: string) => join(dir, `${name}.${suffix}`);
+  const result = readJson<StoredResultFile>(join(dir, ".experimaestro", "result.json"));
+  const done = existsSync(marker("done")) && result !== undefined;
+  const lock = readJson<{ pid?: number; host?: string }>(marker("lock"));
+  const failed = readJson<{ code?: string; message?: string }>(marker("failed"));
+  let state: JobState;
+  if (done) state = "done";
+  else if (existsSync(marker("lock")) && (lock?.host !== hostname() || (typeof lock.pid === "number" && processAlive(lock.pid)))) state = "running";
+  else if (failed) state = failed.code === "ERR_INTERRUPTED" ? "interrupted" : "failed";
+  else state = "incomplete";
+  const { best, other } = bestValues(done ? (result.listeners ?? {}) : {});
+  const modified = [marker("done"), marker("failed"), marker("lock"), join(dir, "params.json")]
+    .filter((f) => existsSync(f))
+    .map((f) => statSync(f).mtime)
+    .reduce((a, b) => (a > b ? a : b), new Date(0));
+  return {
+    dir,
+    typeId,
+    identifier: basename(dir),
+    state,
+    ...(state === "failed" || state === "interrupted" ? { error: failed?.message ?? "" } : {}),
+    epochs: done ? (result.epochs?.length ?? 0) : newestCheckpointEpoch(dir),
+    best,
+    otherOutputs: other,
+    stopped: done ? (result.stopped ?? null) : null,
+    learnedModel: done ? (result.learned_model ?? null) : null,
+    modified,
+  };
+}
+
+/** Every job of a workspace, newest first. */
+export function listJobs(workspace: string): JobInfo[] {
+  const root = join(workspace, "jobs");
+  if (!existsSync(root)) return [];
+  const jobs: JobInfo[] = [];
+  for (const typeId of readdirSync(root)) {
+    const typeDir = join(root, typeId);
+    if (!statSync(typeDir).isDirectory()) continue;
+    for (const id of readdirSync(typeDir)) {
+      const dir = join(typeDir, id);
+      if (isJobDir(dir)) jobs.push(readJob(dir));
+    }
+  }
+  return jobs.sort((a, b) => b.modified.getTime() - a.modified.getTime());
+}
