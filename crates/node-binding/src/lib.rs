@@ -5,6 +5,7 @@
 mod contract;
 mod events;
 mod learn;
+mod model;
 mod outcome;
 mod self_test;
 mod thread;

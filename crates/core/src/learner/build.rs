@@ -10,8 +10,8 @@ use super::listeners::{
 };
 use super::trainers::{AnyLoss, EvaluationPairs, LossSet, LossTrainer, MultipleTrainer, Trainer};
 use crate::config::{
-    DatasetConfig, JsHookConfig, LearnerConfig, ListenerConfig, LossTrainerConfig, ModelConfig,
-    OptimizerConfig, SamplerConfig, TrainerConfig, TrainingHookConfig,
+    DatasetConfig, JsHookConfig, LearnerConfig, ListenerConfig, LossTrainerConfig, OptimizerConfig,
+    SamplerConfig, TrainerConfig, TrainingHookConfig, TripletsConfig, ValidationDataConfig,
 };
 use crate::data::{
     load_triplets, read_letor, synthetic_ltr, BatchSource, BatchwiseSampler, LtrDataset,
@@ -21,7 +21,7 @@ use crate::losses::batchwise::{
     CrossEntropyLoss as BatchwiseCrossEntropyLoss, SoftmaxCrossEntropy,
 };
 use crate::losses::{CrossEntropyLoss, HingeLoss, OutputType, PointwiseCrossEntropyLoss};
-use crate::models::{MlpScorer, Model};
+use crate::models::{self, Model};
 use crate::optim::{
     schedule, Adam, Optimizer, Optimizers, ParameterFilter, ScheduledOptimizer, Sgd,
 };
@@ -327,14 +327,29 @@ fn listener(config: &ListenerConfig, i: usize, output: OutputType) -> Result<Box
             })
         }
         ListenerConfig::ValidationLoss(c) => {
-            let data = dataset(&c.data, &format!("{path}.data"))?;
+            let data_path = format!("{path}.data");
+            let data = match &c.data {
+                ValidationDataConfig::Synthetic(d) => EvaluationPairs::new(&dataset(
+                    &DatasetConfig::Synthetic(d.clone()),
+                    &data_path,
+                )?)?,
+                ValidationDataConfig::Letor(d) => {
+                    EvaluationPairs::new(&dataset(&DatasetConfig::Letor(d.clone()), &data_path)?)?
+                }
+                ValidationDataConfig::TokenTripletFile(d) => EvaluationPairs::Triplets(
+                    load_triplets(&TripletsConfig::File(d.clone()), &data_path)?,
+                ),
+                ValidationDataConfig::SyntheticTokenTriplets(d) => EvaluationPairs::Triplets(
+                    load_triplets(&TripletsConfig::Synthetic(d.clone()), &data_path)?,
+                ),
+            };
             let model = c
                 .bestpath
                 .as_ref()
                 .map(|p| PathBuf::from(p).join("model.safetensors"));
             Box::new(ValidationLoss {
                 id: c.id.clone(),
-                data: EvaluationPairs::new(&data)?,
+                data,
                 losses: loss_set(
                     &c.trainer.hooks,
                     output,
@@ -373,9 +388,11 @@ pub(crate) fn js_hooks(config: &LearnerConfig) -> Vec<JsHookConfig> {
 
 pub(crate) fn build(config: &LearnerConfig) -> Result<Run> {
     let seed = config.random.seed;
-    let ModelConfig::Mlp(mlp) = &config.model;
-    let mut model: Box<dyn Model> =
-        Box::new(MlpScorer::new(mlp, &mut Rng::derive(seed, "model/init"))?);
+    let mut model = models::build(
+        &config.model,
+        &mut Rng::derive(seed, "model/init"),
+        "learner.model",
+    )?;
 
     let mut hooks = Vec::new();
     structural_hooks(&config.trainer, "learner.trainer", &mut hooks);
