@@ -2,7 +2,7 @@
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 
-import type { ConfigOf } from "./config/class.js";
+import type { ConfigOf, InstanceOf } from "./config/class.js";
 import type { Module } from "./config/classes/base.js";
 import type { ModuleLoader } from "./config/classes/module.js";
 import { toWire } from "./config/wire.js";
@@ -12,7 +12,7 @@ import { loadNative } from "./native.js";
 import { readParamsJson } from "./workspace/params-json.js";
 
 /** A model configuration (any `Module`). */
-export type ModelConfig = ConfigOf<typeof Module>;
+export type ModelConfig = InstanceOf<typeof Module>;
 
 /** Feature vectors, one per (query, document) pair. */
 export type FeatureRecords = readonly (Float32Array | readonly number[])[];
