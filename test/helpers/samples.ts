@@ -117,6 +117,13 @@ export const SAMPLES: Record<string, () => object> = {
       settings: c.ValidationSettings.C({ listener: ranking("r", 3), key: "ndcg@5" }),
     }),
   "xpm_torch.models.MlpScorer": () => c.MlpScorer.C({ input_dim: 6, hidden_dims: [5, 4] }),
+  "xpm_torch.models.Linear": () => c.Linear.C({ input_dim: 7 }),
+  "xpm_torch.models.MLP": () => c.MLP.C({ input_dim: 6, hidden_dims: [5, 4], activation: "tanh", dropout: 0.2, layer_norm: true }),
+  "xpm_torch.models.EmbeddingDualEncoder": () => c.EmbeddingDualEncoder.C({ vocab_size: 300, dim: 12, similarity: "cosine" }),
+  "xpm_torch.models.DRMM": () => c.DRMM.C({ vocab_size: 300, dim: 12, bins: 11, hidden_dims: [6, 3] }),
+  "xpm_torch.models.TransformerCrossEncoder": () =>
+    c.TransformerCrossEncoder.C({ vocab_size: 300, dim: 16, heads: 4, layers: 2, ffn_dim: 32, max_length: 64, dropout: 0.05 }),
+  "xpm_torch.models.TorchScriptModel": () => c.TorchScriptModel.C({ id: "scripted", path: "/models/m.pt", input: "text" }),
   "xpm_torch.data.SyntheticLtrDataset": () => dataset(5),
   "xpm_torch.data.LetorDataset": () => c.LetorDataset.C({ id: "mslr/fold1/train", path: "/data/train.txt", num_features: 136 }),
   "xpm_torch.samplers.PairwiseSampler": () => c.PairwiseSampler.C({ dataset: dataset(6) }),

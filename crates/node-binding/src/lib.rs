@@ -5,6 +5,7 @@
 mod contract;
 mod events;
 mod learn;
+mod model;
 mod outcome;
 mod runtime_info;
 mod self_test;

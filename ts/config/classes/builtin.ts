@@ -2,7 +2,7 @@
 // Rust core implements. Their type ids live under `xpm_torch` so that identifiers stay stable.
 import { configOf, defineConfig } from "../class.js";
 import { generated, meta, param } from "../declare.js";
-import { bool, dict, float, int, list, path, str } from "../types.js";
+import { bool, dict, float, int, list, literal, path, str } from "../types.js";
 import { Module, SampleIterator, Sampler } from "./base.js";
 import { LearnerListener } from "./learner.js";
 
@@ -12,6 +12,99 @@ export const MlpScorer = defineConfig(
   {
     input_dim: param(int((s) => s.min(1))),
     hidden_dims: param(list(int((s) => s.min(1)))).default([], { ignoreDefault: true }),
+  },
+  { extends: Module },
+);
+
+/** A linear scorer, `torch.nn.Linear(input_dim, 1)`: parameters `weight` and `bias`. */
+export const Linear = defineConfig(
+  "xpm_torch.models.Linear",
+  { input_dim: param(int((s) => s.min(1))) },
+  { extends: Module },
+);
+
+/**
+ * A multi-layer perceptron scorer laid out as PyTorch's `layers = nn.Sequential(Linear,
+ * [LayerNorm], activation, [Dropout], ..., Linear(h, 1))`: parameters `layers.<k>.weight|bias`.
+ */
+export const MLP = defineConfig(
+  "xpm_torch.models.MLP",
+  {
+    input_dim: param(int((s) => s.min(1))),
+    hidden_dims: param(list(int((s) => s.min(1)))).default([], { ignoreDefault: true }),
+    activation: param(literal(["relu", "gelu", "tanh"])).default("relu", { ignoreDefault: true }),
+    dropout: param(float((s) => s.min(0).lt(1))).default(0, { ignoreDefault: true }).help("Dropout after each activation"),
+    layer_norm: param(bool()).default(false, { ignoreDefault: true }).help("LayerNorm after each hidden linear layer"),
+  },
+  { extends: Module },
+);
+
+/**
+ * A dual encoder over token ids: query and document are each the mean of their token embeddings
+ * (`nn.EmbeddingBag(vocab_size, dim, mode="mean", padding_idx=0)` named `embedding`), scored by
+ * cosine similarity or dot product.
+ */
+export const EmbeddingDualEncoder = defineConfig(
+  "xpm_torch.models.EmbeddingDualEncoder",
+  {
+    vocab_size: param(int((s) => s.min(2))).help("Token ids are below this; 0 is padding"),
+    dim: param(int((s) => s.min(1))),
+    similarity: param(literal(["dot", "cosine"])).default("dot", { ignoreDefault: true }),
+  },
+  { extends: Module },
+);
+
+/**
+ * DRMM: for each query term, a histogram of its cosine similarities to the document's terms
+ * (the last bin holds exact matches; log-counts) goes through a feed-forward network; a softmax
+ * gate over the query terms' embeddings weighs the term scores.
+ */
+export const DRMM = defineConfig(
+  "xpm_torch.models.DRMM",
+  {
+    vocab_size: param(int((s) => s.min(2))).help("Token ids are below this; 0 is padding"),
+    dim: param(int((s) => s.min(1))),
+    bins: param(int((s) => s.min(2))).default(30, { ignoreDefault: true }),
+    hidden_dims: param(list(int((s) => s.min(1)))).default([5], { ignoreDefault: true }),
+  },
+  { extends: Module },
+);
+
+/**
+ * A Transformer cross-encoder over `[CLS] query [SEP] document` (ids `vocab_size` and
+ * `vocab_size + 1`), learned positions, post-norm encoder layers whose attention ignores padding,
+ * and a linear score of `[CLS]`. Memory grows with batch × length².
+ */
+export const TransformerCrossEncoder = defineConfig(
+  "xpm_torch.models.TransformerCrossEncoder",
+  {
+    vocab_size: param(int((s) => s.min(2))).help("Token ids are below this; 0 is padding"),
+    dim: param(int((s) => s.min(1))),
+    heads: param(int((s) => s.min(1))),
+    layers: param(int((s) => s.min(1))),
+    ffn_dim: param(int((s) => s.min(1))),
+    max_length: param(int((s) => s.min(4))).help("Longest input, special tokens included; documents are truncated"),
+    dropout: param(float((s) => s.min(0).lt(1))).default(0.1, { ignoreDefault: true }),
+  },
+  {
+    extends: Module,
+    validate(v, issue) {
+      if (v.dim % v.heads !== 0) issue("heads", `must divide dim (${v.dim})`);
+    },
+  },
+);
+
+/**
+ * A module scripted or traced in Python and saved with `torch.jit.save`. `input: "features"` calls
+ * `forward(features)`; `input: "text"` calls `forward(query_ids, query_lengths, document_ids,
+ * document_lengths)` (int64, 0-padded). Its parameters train in place under PyTorch's names.
+ */
+export const TorchScriptModel = defineConfig(
+  "xpm_torch.models.TorchScriptModel",
+  {
+    id: param(str((s) => s.min(1))).help("What the model is: paths never enter identifiers"),
+    path: meta(path()).help("The .pt file"),
+    input: param(literal(["features", "text"])),
   },
   { extends: Module },
 );
@@ -89,7 +182,7 @@ export const BatchwiseSampler = defineConfig(
 );
 
 /** Token-id triplets: a source of (query, positive, negative) sequences for sequence models. */
-export const TokenTriplets = defineConfig("xpm_torch.data.TokenTriplets", {}, { abstract: true });
+export const TokenTriplets = defineConfig("xpm_torch.data.TokenTriplets", {}, { abstract: true, extends: SampleIterator });
 
 /**
  * A file of token-id triplets: TSV (`query<TAB>positive<TAB>negative`, ids separated by spaces)

@@ -83,6 +83,18 @@ config_enum! {
         ModuleLoader(ModuleLoaderConfig) = "xpm_torch.module.SimpleModuleLoader",
         /// A model.
         MlpScorer(MlpScorerConfig) = "xpm_torch.models.MlpScorer",
+        /// A model.
+        Linear(LinearConfig) = "xpm_torch.models.Linear",
+        /// A model.
+        Mlp(MlpConfig) = "xpm_torch.models.MLP",
+        /// A model.
+        EmbeddingDualEncoder(DualEncoderConfig) = "xpm_torch.models.EmbeddingDualEncoder",
+        /// A model.
+        Drmm(DrmmConfig) = "xpm_torch.models.DRMM",
+        /// A model.
+        TransformerCrossEncoder(TransformerConfig) = "xpm_torch.models.TransformerCrossEncoder",
+        /// A model.
+        TorchScriptModel(TorchScriptConfig) = "xpm_torch.models.TorchScriptModel",
         /// A dataset.
         SyntheticLtrDataset(SyntheticLtrConfig) = "xpm_torch.data.SyntheticLtrDataset",
         /// A dataset.

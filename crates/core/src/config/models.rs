@@ -9,6 +9,18 @@ config_enum! {
     pub enum ModelConfig {
         /// `xpm_torch.models.MlpScorer`.
         Mlp(MlpScorerConfig) = "xpm_torch.models.MlpScorer",
+        /// `xpm_torch.models.Linear`.
+        Linear(LinearConfig) = "xpm_torch.models.Linear",
+        /// `xpm_torch.models.MLP`.
+        MultiLayer(MlpConfig) = "xpm_torch.models.MLP",
+        /// `xpm_torch.models.EmbeddingDualEncoder`.
+        DualEncoder(DualEncoderConfig) = "xpm_torch.models.EmbeddingDualEncoder",
+        /// `xpm_torch.models.DRMM`.
+        Drmm(DrmmConfig) = "xpm_torch.models.DRMM",
+        /// `xpm_torch.models.TransformerCrossEncoder`.
+        Transformer(TransformerConfig) = "xpm_torch.models.TransformerCrossEncoder",
+        /// `xpm_torch.models.TorchScriptModel`.
+        TorchScript(TorchScriptConfig) = "xpm_torch.models.TorchScriptModel",
     }
 }
 
@@ -22,23 +34,197 @@ pub struct MlpScorerConfig {
     pub hidden_dims: Vec<i64>,
 }
 
+/// A linear scorer: `torch.nn.Linear(input_dim, 1)`.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinearConfig {
+    /// Number of input features.
+    pub input_dim: i64,
+}
+
+/// The non-linearity between layers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Activation {
+    /// `torch.nn.ReLU`.
+    Relu,
+    /// `torch.nn.GELU` (exact erf form).
+    Gelu,
+    /// `torch.nn.Tanh`.
+    Tanh,
+}
+
+/// A multi-layer perceptron with a choice of activation, dropout and layer normalisation.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct MlpConfig {
+    /// Number of input features.
+    pub input_dim: i64,
+    /// Widths of the hidden layers; the output layer has width 1.
+    pub hidden_dims: Vec<i64>,
+    /// Activation after each hidden layer.
+    pub activation: Activation,
+    /// Dropout probability after each activation (0: none).
+    pub dropout: f64,
+    /// Layer normalisation after each hidden linear layer, before the activation.
+    pub layer_norm: bool,
+}
+
+/// How a dual encoder compares its two vectors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Similarity {
+    /// Cosine similarity.
+    Cosine,
+    /// Dot product.
+    Dot,
+}
+
+/// Mean token embeddings of query and document (an `EmbeddingBag`), compared.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DualEncoderConfig {
+    /// Token ids are below this; 0 is padding.
+    pub vocab_size: i64,
+    /// Embedding width.
+    pub dim: i64,
+    /// The score.
+    pub similarity: Similarity,
+}
+
+/// DRMM: matching histograms of query–document term similarities, a feed-forward network per
+/// query term, term gating.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DrmmConfig {
+    /// Token ids are below this; 0 is padding.
+    pub vocab_size: i64,
+    /// Embedding width.
+    pub dim: i64,
+    /// Histogram bins over cosine similarity [-1, 1]; the last holds exact matches.
+    pub bins: i64,
+    /// Hidden widths of the feed-forward network over each histogram (tanh between).
+    pub hidden_dims: Vec<i64>,
+}
+
+/// A small Transformer cross-encoder over `[CLS] query [SEP] document`.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TransformerConfig {
+    /// Token ids are below this; 0 is padding; `[CLS]` and `[SEP]` are `vocab_size` and
+    /// `vocab_size + 1`.
+    pub vocab_size: i64,
+    /// Model width.
+    pub dim: i64,
+    /// Attention heads (divides `dim`).
+    pub heads: i64,
+    /// Encoder layers.
+    pub layers: i64,
+    /// Width of each layer's feed-forward network.
+    pub ffn_dim: i64,
+    /// Longest input (special tokens included); documents are truncated to fit.
+    pub max_length: i64,
+    /// Dropout probability.
+    pub dropout: f64,
+}
+
+/// What a TorchScript module's `forward` takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ScriptInput {
+    /// `forward(features: B×F float)`.
+    Features,
+    /// `forward(query_ids, query_lengths, document_ids, document_lengths)` (int64, 0-padded).
+    Text,
+}
+
+/// A model scripted or traced in Python and saved with `torch.jit.save`.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TorchScriptConfig {
+    /// What the model is (its identity: paths never enter identifiers).
+    pub id: String,
+    /// The `.pt` file.
+    pub path: String,
+    /// What `forward` takes.
+    pub input: ScriptInput,
+}
+
+fn at_least(value: i64, min: i64, path: &str, field: &str) -> Result<()> {
+    if value < min {
+        return Err(Error::config(
+            format!("{path}.{field}"),
+            format!("must be at least {min}"),
+        ));
+    }
+    Ok(())
+}
+
+fn widths(dims: &[i64], path: &str, field: &str) -> Result<()> {
+    for (i, d) in dims.iter().enumerate() {
+        at_least(*d, 1, path, &format!("{field}[{i}]"))?;
+    }
+    Ok(())
+}
+
+fn probability(p: f64, path: &str) -> Result<()> {
+    if !(0.0..1.0).contains(&p) {
+        return Err(Error::config(
+            format!("{path}.dropout"),
+            "must be in [0, 1)",
+        ));
+    }
+    Ok(())
+}
+
 impl ModelConfig {
     pub(crate) fn validate(&self, path: &str) -> Result<()> {
-        let ModelConfig::Mlp(mlp) = self;
-        if mlp.input_dim < 1 {
-            return Err(Error::config(
-                format!("{path}.input_dim"),
-                "must be at least 1",
-            ));
-        }
-        for (i, d) in mlp.hidden_dims.iter().enumerate() {
-            if *d < 1 {
-                return Err(Error::config(
-                    format!("{path}.hidden_dims[{i}]"),
-                    "must be at least 1",
-                ));
+        match self {
+            ModelConfig::Mlp(c) => {
+                at_least(c.input_dim, 1, path, "input_dim")?;
+                widths(&c.hidden_dims, path, "hidden_dims")
+            }
+            ModelConfig::Linear(c) => at_least(c.input_dim, 1, path, "input_dim"),
+            ModelConfig::MultiLayer(c) => {
+                at_least(c.input_dim, 1, path, "input_dim")?;
+                widths(&c.hidden_dims, path, "hidden_dims")?;
+                probability(c.dropout, path)
+            }
+            ModelConfig::DualEncoder(c) => {
+                at_least(c.vocab_size, 2, path, "vocab_size")?;
+                at_least(c.dim, 1, path, "dim")
+            }
+            ModelConfig::Drmm(c) => {
+                at_least(c.vocab_size, 2, path, "vocab_size")?;
+                at_least(c.dim, 1, path, "dim")?;
+                at_least(c.bins, 2, path, "bins")?;
+                widths(&c.hidden_dims, path, "hidden_dims")
+            }
+            ModelConfig::Transformer(c) => {
+                at_least(c.vocab_size, 2, path, "vocab_size")?;
+                at_least(c.dim, 1, path, "dim")?;
+                at_least(c.heads, 1, path, "heads")?;
+                at_least(c.layers, 1, path, "layers")?;
+                at_least(c.ffn_dim, 1, path, "ffn_dim")?;
+                at_least(c.max_length, 4, path, "max_length")?;
+                probability(c.dropout, path)?;
+                if c.dim % c.heads != 0 {
+                    return Err(Error::config(
+                        format!("{path}.heads"),
+                        format!("must divide dim ({})", c.dim),
+                    ));
+                }
+                Ok(())
+            }
+            ModelConfig::TorchScript(c) => {
+                if c.path.is_empty() {
+                    return Err(Error::config(
+                        format!("{path}.path"),
+                        "the TorchScript file is missing: save the module with torch.jit.save",
+                    ));
+                }
+                Ok(())
             }
         }
-        Ok(())
     }
 }

@@ -1,7 +1,10 @@
 use serde::{Deserialize, Serialize};
 
-use super::tagged::config_types;
-use super::{BatcherConfig, DatasetConfig, ListenerConfig, LossTrainerConfig, Typed};
+use super::tagged::{config_enum, config_types};
+use super::{
+    BatcherConfig, LetorDatasetConfig, ListenerConfig, LossTrainerConfig, SyntheticLtrConfig,
+    SyntheticTripletsConfig, TripletFileConfig, Typed,
+};
 
 /// `xpm_torch.trainers.validation.TrainerValidationLoss`.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -9,8 +12,8 @@ use super::{BatcherConfig, DatasetConfig, ListenerConfig, LossTrainerConfig, Typ
 pub struct TrainerValidationLossConfig {
     /// Unique id.
     pub id: String,
-    /// The held-out data.
-    pub data: DatasetConfig,
+    /// The held-out data: graded documents or token triplets.
+    pub data: ValidationDataConfig,
     /// Micro-batching.
     pub batcher: BatcherConfig,
     /// Batch size.
@@ -29,6 +32,24 @@ pub struct TrainerValidationLossConfig {
     pub validation_interval: u64,
     /// Epochs without improvement before stopping (0: never).
     pub early_stop: u64,
+}
+
+config_enum! {
+    /// Held-out data of a [`TrainerValidationLossConfig`]: preference pairs of a graded dataset
+    /// (feature models), or token triplets (sequence models).
+    #[derive(Debug, Clone, PartialEq)]
+    pub enum ValidationDataConfig {
+        /// `xpm_torch.data.SyntheticLtrDataset`.
+        Synthetic(SyntheticLtrConfig) = "xpm_torch.data.SyntheticLtrDataset",
+        /// `xpm_torch.data.LetorDataset`.
+        Letor(LetorDatasetConfig) = "xpm_torch.data.LetorDataset",
+        /// `xpm_torch.data.TokenTripletFile`.
+        TokenTripletFile(TripletFileConfig) = "xpm_torch.data.TokenTripletFile",
+        /// `xpm_torch.data.SyntheticTokenTriplets`.
+        SyntheticTokenTriplets(SyntheticTripletsConfig) = "xpm_torch.data.SyntheticTokenTriplets",
+        /// A dataset held in TypedArrays on the JavaScript side.
+        Js(super::JsDatasetConfig) = "xpm_torch.data.JsDataset",
+    }
 }
 
 /// `xpm_torch.validation.ValidationSettings`.

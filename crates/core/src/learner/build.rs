@@ -11,8 +11,8 @@ use super::listeners::{
 };
 use super::trainers::{AnyLoss, EvaluationPairs, LossSet, LossTrainer, MultipleTrainer, Trainer};
 use crate::config::{
-    DatasetConfig, JsHookConfig, LearnerConfig, ListenerConfig, LossTrainerConfig, ModelConfig,
-    OptimizerConfig, SamplerConfig, TrainerConfig, TrainingHookConfig,
+    DatasetConfig, JsHookConfig, LearnerConfig, ListenerConfig, LossTrainerConfig, OptimizerConfig,
+    SamplerConfig, TrainerConfig, TrainingHookConfig, TripletsConfig, ValidationDataConfig,
 };
 use crate::data::{
     js_dataset, load_triplets, read_letor, synthetic_ltr, BatchSource, BatchwiseSampler, JsData,
@@ -23,7 +23,7 @@ use crate::losses::batchwise::{
     CrossEntropyLoss as BatchwiseCrossEntropyLoss, SoftmaxCrossEntropy,
 };
 use crate::losses::{CrossEntropyLoss, HingeLoss, OutputType, PointwiseCrossEntropyLoss};
-use crate::models::{MlpScorer, Model};
+use crate::models::{self, Model};
 use crate::optim::{
     schedule, Adam, Optimizer, Optimizers, ParameterFilter, ScheduledOptimizer, Sgd,
 };
@@ -374,14 +374,28 @@ fn listener(
             })
         }
         ListenerConfig::ValidationLoss(c) => {
-            let data = dataset(&c.data, js, &format!("{path}.data"))?;
+            let data_path = format!("{path}.data");
+            let ltr = |d: DatasetConfig| -> Result<EvaluationPairs> {
+                EvaluationPairs::new(&dataset(&d, js, &data_path)?)
+            };
+            let data = match &c.data {
+                ValidationDataConfig::Synthetic(d) => ltr(DatasetConfig::Synthetic(d.clone()))?,
+                ValidationDataConfig::Letor(d) => ltr(DatasetConfig::Letor(d.clone()))?,
+                ValidationDataConfig::Js(d) => ltr(DatasetConfig::Js(d.clone()))?,
+                ValidationDataConfig::TokenTripletFile(d) => EvaluationPairs::Triplets(
+                    load_triplets(&TripletsConfig::File(d.clone()), &data_path)?,
+                ),
+                ValidationDataConfig::SyntheticTokenTriplets(d) => EvaluationPairs::Triplets(
+                    load_triplets(&TripletsConfig::Synthetic(d.clone()), &data_path)?,
+                ),
+            };
             let model = c
                 .bestpath
                 .as_ref()
                 .map(|p| PathBuf::from(p).join("model.safetensors"));
             Box::new(ValidationLoss {
                 id: c.id.clone(),
-                data: EvaluationPairs::new(&data)?,
+                data,
                 losses: loss_set(
                     &c.trainer.hooks,
                     output,
@@ -420,9 +434,11 @@ pub(crate) fn js_hooks(config: &LearnerConfig) -> Vec<JsHookConfig> {
 
 pub(crate) fn build(config: &LearnerConfig, runtime: &Runtime, js: &Js) -> Result<Run> {
     let seed = config.random.seed;
-    let ModelConfig::Mlp(mlp) = &config.model;
-    let mut model: Box<dyn Model> =
-        Box::new(MlpScorer::new(mlp, &mut Rng::derive(seed, "model/init"))?);
+    let mut model = models::build(
+        &config.model,
+        &mut Rng::derive(seed, "model/init"),
+        "learner.model",
+    )?;
 
     let mut hooks = Vec::new();
     structural_hooks(&config.trainer, "learner.trainer", &mut hooks);

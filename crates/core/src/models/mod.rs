@@ -1,7 +1,29 @@
 //! Models the learner can train.
 
 mod base;
+mod build;
+mod drmm;
+mod dual_encoder;
+mod linear;
 mod mlp;
+mod multilayer;
+mod params;
+mod torchscript;
+mod trained;
+mod transformer;
+mod weights;
 
 pub use base::*;
+pub use build::*;
+pub use drmm::*;
+pub use dual_encoder::*;
+pub use linear::*;
 pub use mlp::*;
+pub use multilayer::*;
+pub use torchscript::*;
+pub use trained::*;
+pub use transformer::*;
+pub use weights::*;
+
+#[cfg(test)]
+mod tests;

@@ -5,6 +5,7 @@ use tch::{Kind, Tensor};
 use super::Trainer;
 use crate::data::{
     Batch, BatchSource, LtrDataset, PairwiseBatch, PreferencePair, RecordKind, ScoreInput,
+    TokenTriplets,
 };
 use crate::learner::{Metrics, TrainerContext};
 use crate::losses::{BatchwiseLoss, PairwiseLoss, PointwiseCrossEntropyLoss};
@@ -216,10 +217,20 @@ impl LossSet {
         let mut metrics = Metrics::default();
         let mut total = 0.0;
         let mut count = 0i64;
-        for pairs in data.pairs.chunks(chunk.max(1)) {
-            let batch = Batch::Pairwise(gather(&data.features, pairs)?);
-            let sums = self.sums(&score(model, &batch)?)?;
-            let n = pairs.len() as i64;
+        let chunk = chunk.max(1);
+        for start in (0..data.len()).step_by(chunk) {
+            let rows = start..(start + chunk).min(data.len());
+            let n = rows.len() as i64;
+            let batch = Batch::Pairwise(data.batch(rows)?);
+            let scores = score(model, &batch)?;
+            if let Scores::Pairs { positive, negative } = &scores {
+                let correct = positive
+                    .f_gt_tensor(negative)?
+                    .f_to_kind(Kind::Double)?
+                    .f_sum(None)?;
+                metrics.add(&format!("{id}/pairwise_accuracy"), &correct, n)?;
+            }
+            let sums = self.sums(&scores)?;
             self.visit(&sums, |name, sum| {
                 let key = match name {
                     Some(name) => format!("{id}/loss/{name}"),
@@ -234,18 +245,39 @@ impl LossSet {
     }
 }
 
-/// A held-out dataset's features and preference pairs.
-pub(crate) struct EvaluationPairs {
-    pub features: Tensor,
-    pub pairs: Vec<PreferencePair>,
+/// Held-out preference pairs: those of a graded dataset (features), or token triplets.
+pub(crate) enum EvaluationPairs {
+    /// A dataset's features and its preference pairs.
+    Features {
+        features: Tensor,
+        pairs: Vec<PreferencePair>,
+    },
+    /// (query, positive, negative) token sequences.
+    Triplets(TokenTriplets),
 }
 
 impl EvaluationPairs {
     pub fn new(data: &LtrDataset) -> Result<Self> {
-        Ok(EvaluationPairs {
+        Ok(EvaluationPairs::Features {
             features: data.features_tensor()?,
             pairs: data.preference_pairs(),
         })
+    }
+
+    /// Number of pairs.
+    pub fn len(&self) -> usize {
+        match self {
+            EvaluationPairs::Features { pairs, .. } => pairs.len(),
+            EvaluationPairs::Triplets(t) => t.len(),
+        }
+    }
+
+    /// Pairs `rows` as a batch.
+    fn batch(&self, rows: std::ops::Range<usize>) -> Result<PairwiseBatch> {
+        match self {
+            EvaluationPairs::Features { features, pairs } => gather(features, &pairs[rows]),
+            EvaluationPairs::Triplets(t) => t.batch(&rows.collect::<Vec<_>>()),
+        }
     }
 }
 
@@ -308,7 +340,14 @@ mod tests {
             query_bounds: vec![0, 3, 5, 7],
         };
         let pairs = EvaluationPairs::new(&data).unwrap();
-        assert_eq!(pairs.pairs.len(), 5);
+        assert_eq!(pairs.len(), 5);
+        let EvaluationPairs::Features {
+            features,
+            pairs: list,
+        } = &pairs
+        else {
+            panic!("feature pairs expected")
+        };
         let model = MlpScorer::new(
             &MlpScorerConfig {
                 input_dim: 1,
@@ -327,12 +366,11 @@ mod tests {
         )
         .unwrap();
         let whole = losses.evaluate(&model, &pairs, 5, "v").unwrap().0;
-        let one_by_one: f64 = pairs
-            .pairs
+        let one_by_one: f64 = list
             .iter()
             .map(|p| {
-                let single = EvaluationPairs {
-                    features: pairs.features.shallow_clone(),
+                let single = EvaluationPairs::Features {
+                    features: features.shallow_clone(),
                     pairs: vec![*p],
                 };
                 losses.evaluate(&model, &single, 1, "v").unwrap().0

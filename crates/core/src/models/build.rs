@@ -1,0 +1,24 @@
+use super::{
+    Drmm, DualEncoder, LinearScorer, Mlp, MlpScorer, Model, TorchScriptModel,
+    TransformerCrossEncoder,
+};
+use crate::config::ModelConfig;
+use crate::rng::Rng;
+use crate::Result;
+
+/// The model `config` describes, its parameters drawn from `rng` (`path` names the config in
+/// errors, e.g. `learner.model`).
+///
+/// # Errors
+/// [`crate::Error::Config`] for a TorchScript file that cannot be loaded; a libtorch error.
+pub fn build(config: &ModelConfig, rng: &mut Rng, path: &str) -> Result<Box<dyn Model>> {
+    Ok(match config {
+        ModelConfig::Mlp(c) => Box::new(MlpScorer::new(c, rng)?),
+        ModelConfig::Linear(c) => Box::new(LinearScorer::new(c, rng)?),
+        ModelConfig::MultiLayer(c) => Box::new(Mlp::new(c, rng)?),
+        ModelConfig::DualEncoder(c) => Box::new(DualEncoder::new(c, rng)?),
+        ModelConfig::Drmm(c) => Box::new(Drmm::new(c, rng)?),
+        ModelConfig::Transformer(c) => Box::new(TransformerCrossEncoder::new(c, rng)?),
+        ModelConfig::TorchScript(c) => Box::new(TorchScriptModel::load(c, path)?),
+    })
+}

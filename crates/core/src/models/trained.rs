@@ -1,0 +1,111 @@
+use std::path::Path;
+
+use super::{build, load_weights, Model};
+use crate::config::ModelConfig;
+use crate::data::{ScoreInput, TokenTable};
+use crate::rng::Rng;
+use crate::{Error, Result};
+
+/// A trained model opened for scoring: built from its configuration, weights loaded, in
+/// evaluation mode (no dropout).
+pub struct TrainedModel {
+    model: Box<dyn Model>,
+}
+
+impl TrainedModel {
+    /// Builds the model `config_json` describes (a model configuration as the TypeScript side
+    /// writes it) and loads `weights` (a `model.safetensors`).
+    ///
+    /// # Errors
+    /// [`Error::Config`] for a configuration that is not a model (path `model`),
+    /// [`Error::Checkpoint`] for weights that do not fit (see [`load_weights`]).
+    pub fn open(config_json: &str, weights: &Path) -> Result<Self> {
+        let config: ModelConfig = serde_json::from_str(config_json)
+            .map_err(|e| Error::config("model", format!("not a model configuration: {e}")))?;
+        config.validate("model")?;
+        let mut model = build(&config, &mut Rng::new(0), "model")?;
+        load_weights(model.as_ref(), weights)?;
+        model.set_training(false);
+        Ok(TrainedModel { model })
+    }
+
+    /// Scores of every row of `input`, `batch_size` rows at a time, without gradients.
+    ///
+    /// # Errors
+    /// [`Error::Config`] when the model cannot score this kind of input; a libtorch error.
+    pub fn score(&self, input: &ScoreInput, batch_size: usize) -> Result<Vec<f32>> {
+        let _no_grad = tch::no_grad_guard();
+        let rows = input.len();
+        let mut scores = Vec::with_capacity(rows.max(0) as usize);
+        let step = batch_size.max(1) as i64;
+        let mut start = 0;
+        while start < rows {
+            let end = (start + step).min(rows);
+            let index =
+                tch::Tensor::f_arange_start(start, end, (tch::Kind::Int64, tch::Device::Cpu))?;
+            let batch = input.select(&index)?;
+            let out = self
+                .model
+                .forward(&batch)?
+                .f_to_device(tch::Device::Cpu)?
+                .f_to_kind(tch::Kind::Float)?;
+            scores.extend(Vec::<f32>::try_from(&out)?);
+            start = end;
+        }
+        Ok(scores)
+    }
+}
+
+/// `rows` feature vectors of `width` values stored row after row, as model input.
+///
+/// # Errors
+/// [`Error::Config`] (path `records`) when the counts disagree; a libtorch error.
+pub fn features_input(values: &[f32], rows: usize, width: usize) -> Result<ScoreInput> {
+    if values.len() != rows * width {
+        return Err(Error::config(
+            "records",
+            format!(
+                "{} values for {rows} rows of {width} features",
+                values.len()
+            ),
+        ));
+    }
+    Ok(ScoreInput::Features(
+        tch::Tensor::f_from_slice(values)?.f_view([rows as i64, width as i64])?,
+    ))
+}
+
+/// (query, document) token-id pairs as model input (0 is padding).
+///
+/// # Errors
+/// [`Error::Config`] (path `records`) for unequal counts or an empty sequence; a libtorch error.
+pub fn text_input(queries: &[Vec<i64>], documents: &[Vec<i64>]) -> Result<ScoreInput> {
+    if queries.len() != documents.len() {
+        return Err(Error::config(
+            "records",
+            format!(
+                "{} queries but {} documents",
+                queries.len(),
+                documents.len()
+            ),
+        ));
+    }
+    let table = |rows: &[Vec<i64>], what: &str| -> Result<TokenTable> {
+        let mut table = TokenTable::new();
+        for (i, row) in rows.iter().enumerate() {
+            if row.is_empty() || row.iter().any(|id| *id < 0) {
+                return Err(Error::config(
+                    format!("records[{i}].{what}"),
+                    "needs at least one token id, each 0 or more",
+                ));
+            }
+            table.push(row.iter().copied());
+        }
+        Ok(table)
+    };
+    let (q, d) = (table(queries, "query")?, table(documents, "document")?);
+    Ok(ScoreInput::Text {
+        query: q.batch(0..q.len())?,
+        document: d.batch(0..d.len())?,
+    })
+}

@@ -1,0 +1,80 @@
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use tch::Tensor;
+
+use super::Model;
+use crate::{Error, Result};
+
+/// Loads weights saved under PyTorch's names (a `state_dict` written with
+/// `safetensors.torch.save_file`, or a `model/model.safetensors` of ours) into `model`: every
+/// parameter must be in the file with its shape, and every tensor of the file must be a
+/// parameter. Tensors are converted to each parameter's dtype and device.
+///
+/// # Errors
+/// [`Error::Checkpoint`] naming the file and the tensor: unknown or missing names, shape
+/// mismatches, an unreadable file; a libtorch error while copying.
+pub fn load_weights(model: &dyn Model, path: &Path) -> Result<()> {
+    let what = path.display().to_string();
+    if !path.is_file() {
+        return Err(Error::checkpoint(
+            &what,
+            "no such file: give the model.safetensors of a run (or a checkpoint's model/ folder)",
+        ));
+    }
+    let mut saved: BTreeMap<String, Tensor> = Tensor::read_safetensors(path)
+        .map_err(|e| Error::checkpoint(&what, format!("not a readable safetensors file: {e}")))?
+        .into_iter()
+        .collect();
+    let params = model.named_parameters();
+    let missing: Vec<&str> = params
+        .iter()
+        .filter(|p| !saved.contains_key(&p.name))
+        .map(|p| p.name.as_str())
+        .collect();
+    if !missing.is_empty() {
+        return Err(Error::checkpoint(
+            &what,
+            format!(
+                "the file lacks the model's parameters {missing:?}; it holds {:?} \
+                 (was it saved from another architecture?)",
+                saved.keys().collect::<Vec<_>>()
+            ),
+        ));
+    }
+    let unknown: Vec<&String> = saved
+        .keys()
+        .filter(|name| !params.iter().any(|p| &p.name == *name))
+        .collect();
+    if !unknown.is_empty() {
+        return Err(Error::checkpoint(
+            &what,
+            format!("the model has no parameters named {unknown:?}"),
+        ));
+    }
+    for p in &params {
+        let source = &saved[&p.name];
+        if source.size() != p.tensor.size() {
+            return Err(Error::checkpoint(
+                &what,
+                format!(
+                    "tensor {:?} has shape {:?} but the model's parameter has shape {:?}",
+                    p.name,
+                    source.size(),
+                    p.tensor.size()
+                ),
+            ));
+        }
+    }
+    let _no_grad = tch::no_grad_guard();
+    for p in &params {
+        // A shared parameter appears under two names: the file holds it under both.
+        if let Some(source) = saved.remove(&p.name) {
+            let converted = source
+                .f_to_device(p.tensor.device())?
+                .f_to_kind(p.tensor.kind())?;
+            p.tensor.shallow_clone().f_copy_(&converted)?;
+        }
+    }
+    Ok(())
+}

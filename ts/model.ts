@@ -1,0 +1,140 @@
+// Using a trained model: open its weights with its configuration and score records in batches.
+import { existsSync, readFileSync, statSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+
+import type { ConfigOf, InstanceOf } from "./config/class.js";
+import type { Module } from "./config/classes/base.js";
+import type { ModuleLoader } from "./config/classes/module.js";
+import { toWire } from "./config/wire.js";
+import { XpmTorchError } from "./errors.js";
+import { unwrapOutcome } from "./learn.js";
+import { loadNative } from "./native.js";
+import { readParamsJson } from "./workspace/params-json.js";
+
+/** A model configuration (any `Module`). */
+export type ModelConfig = InstanceOf<typeof Module>;
+
+/** Feature vectors, one per (query, document) pair. */
+export type FeatureRecords = readonly (Float32Array | readonly number[])[];
+
+/** A (query, document) pair of token ids (0 is padding). */
+export interface TokenPair {
+  readonly query: readonly number[];
+  readonly document: readonly number[];
+}
+
+/** A (query, positive, negative) triplet of token ids. */
+export interface TokenTriplet {
+  readonly query: readonly number[];
+  readonly positive: readonly number[];
+  readonly negative: readonly number[];
+}
+
+export interface LoadModelOptions {
+  /** The model's configuration; by default read from the params.json of the job that saved it. */
+  readonly model?: ModelConfig;
+  /** Rows scored at once (default 256). */
+  readonly batchSize?: number;
+}
+
+/** A trained model, ready to score. */
+export interface TrainedModel {
+  /** The weights file it was loaded from. */
+  readonly weights: string;
+  /** One score per record: feature vectors, or (query, document) token pairs. */
+  score(records: FeatureRecords | readonly TokenPair[]): Float32Array;
+  /** The scores of each triplet's positive and negative document. */
+  scoreTriplets(triplets: readonly TokenTriplet[]): { positive: Float32Array; negative: Float32Array };
+}
+
+/** The native model handle (see crates/node-binding/src/model.rs). */
+interface NativeModelHandle {
+  open(configJson: string, weights: string): string;
+  scoreFeatures(values: Float32Array, rows: number, width: number, batchSize: number): string;
+  scoreText(pairsJson: string, batchSize: number): string;
+}
+
+type ModuleLoaderConfig = ConfigOf<typeof ModuleLoader>;
+
+const WEIGHTS = "model.safetensors";
+
+/** The weights file of a path: the file itself, `<dir>/model.safetensors` or `<dir>/model/model.safetensors`. */
+function weightsFile(path: string): string {
+  const full = resolve(path);
+  if (!existsSync(full)) throw new XpmTorchError("ERR_CHECKPOINT", `${full}: no such file or directory`);
+  if (statSync(full).isFile()) return full;
+  for (const candidate of [join(full, WEIGHTS), join(full, "model", WEIGHTS)]) {
+    if (existsSync(candidate)) return candidate;
+  }
+  throw new XpmTorchError(
+    "ERR_CHECKPOINT",
+    `${full}: holds neither ${WEIGHTS} nor model/${WEIGHTS}; give a run's learned_model, a checkpoint or a best directory`,
+  );
+}
+
+/** The model configuration in the params.json of the job above `weights`. */
+function modelOfJob(weights: string): ModelConfig {
+  for (let dir = dirname(weights); ; dir = dirname(dir)) {
+    const params = join(dir, "params.json");
+    if (existsSync(params)) {
+      const learner = readParamsJson(readFileSync(params, "utf8"), params) as { model?: ModelConfig };
+      if (!learner.model) throw new XpmTorchError("ERR_CONFIG", `${params}: the task has no model`);
+      return learner.model;
+    }
+    if (dirname(dir) === dir) break;
+  }
+  throw new XpmTorchError(
+    "ERR_CONFIG",
+    `${weights}: no params.json above it to read the model's configuration from; pass { model } to loadModel`,
+  );
+}
+
+function isLoader(source: unknown): source is ModuleLoaderConfig {
+  return typeof source === "object" && source !== null && "value" in source && "path" in source;
+}
+
+function isTextPairs(records: FeatureRecords | readonly TokenPair[]): records is readonly TokenPair[] {
+  const first = records[0];
+  return first !== undefined && !(first instanceof Float32Array) && !Array.isArray(first);
+}
+
+/**
+ * Opens a trained model: `result.learned_model` (or `result.loaders.learned_model`), a
+ * checkpoint or best directory, or any `model.safetensors`. Scoring runs in batches on the CPU.
+ */
+export function loadModel(source: string | ModuleLoaderConfig, options: LoadModelOptions = {}): TrainedModel {
+  const weights = weightsFile(isLoader(source) ? source.path : source);
+  const model = options.model ?? (isLoader(source) ? (source.value as ModelConfig) : modelOfJob(weights));
+  const batchSize = options.batchSize ?? 256;
+  const { binding } = loadNative();
+  const Native = (binding as unknown as { NativeModel: new () => NativeModelHandle }).NativeModel;
+  const handle = new Native();
+  unwrapOutcome(handle.open(JSON.stringify(toWire(model)), weights));
+  const scoreText = (pairs: readonly TokenPair[]): Float32Array =>
+    Float32Array.from(
+      unwrapOutcome<number[]>(
+        handle.scoreText(JSON.stringify([pairs.map((p) => p.query), pairs.map((p) => p.document)]), batchSize),
+      ),
+    );
+  return {
+    weights,
+    score(records) {
+      if (records.length === 0) return new Float32Array(0);
+      if (isTextPairs(records)) return scoreText(records);
+      const width = records[0]!.length;
+      const values = new Float32Array(records.length * width);
+      records.forEach((row, i) => {
+        if (row.length !== width) throw new XpmTorchError("ERR_CONFIG", `records[${i}]: ${row.length} features where records[0] has ${width}`);
+        values.set(row, i * width);
+      });
+      return Float32Array.from(unwrapOutcome<number[]>(handle.scoreFeatures(values, records.length, width, batchSize)));
+    },
+    scoreTriplets(triplets) {
+      const scores = scoreText([
+        ...triplets.map((t) => ({ query: t.query, document: t.positive })),
+        ...triplets.map((t) => ({ query: t.query, document: t.negative })),
+      ]);
+      return { positive: scores.slice(0, triplets.length), negative: scores.slice(triplets.length) };
+    },
+  };
+}
