@@ -98,9 +98,7 @@ impl Predictive {
             if keys.iter().copied().ne(variables.iter()) {
                 return Err(Error::config(
                     format!("{probes_path}[{i}]"),
-                    format!(
-                        "probe variables {keys:?} don't match formula variables {variables:?}"
-                    ),
+                    format!("probe variables {keys:?} don't match formula variables {variables:?}"),
                 ));
             }
             probes.push(point.values.clone());
@@ -263,7 +261,9 @@ impl Batcher {
             memory.reset_peak()?;
             let start = memory.allocated_bytes()?;
             let outcome = if memory.charges_micro_batches() {
-                memory.before_micro_batch(dims).and_then(|()| run_probe(dims))
+                memory
+                    .before_micro_batch(dims)
+                    .and_then(|()| run_probe(dims))
             } else {
                 run_probe(dims)
             };

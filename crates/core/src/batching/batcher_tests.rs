@@ -4,8 +4,7 @@ use super::super::memory::SimulatedDevice;
 use super::super::packers::tests::{length_dims, Lengths};
 use super::*;
 use crate::config::{
-    AdaptivePackerConfig, BatchDimsProviderConfig, NoParams, PackerConfig, ProbePointConfig,
-    Typed,
+    AdaptivePackerConfig, BatchDimsProviderConfig, NoParams, PackerConfig, ProbePointConfig, Typed,
 };
 
 fn names(list: &[&str]) -> Vec<String> {
@@ -62,12 +61,17 @@ fn device(capacity: u64, truth: CostModel) -> SimulatedDevice {
     SimulatedDevice::new(capacity, 0, truth, 0.0, 3)
 }
 
+/// What [`record`] saw.
+type Recorded = (
+    Result<BatchReport>,
+    Vec<(Vec<u64>, usize)>,
+    usize,
+    Vec<String>,
+);
+
 /// Runs `batcher` on `records`: the report, the micro-batches' lengths with the outer count
 /// (of the last attempt), the resets, and the warnings.
-fn record(
-    batcher: &mut Batcher,
-    records: Vec<u64>,
-) -> (Result<BatchReport>, Vec<(Vec<u64>, usize)>, usize, Vec<String>) {
+fn record(batcher: &mut Batcher, records: Vec<u64>) -> Recorded {
     let seen = std::cell::RefCell::new(Vec::new());
     let mut resets = 0;
     let mut warnings = Vec::new();
@@ -137,7 +141,11 @@ fn power_adaptative_replays_the_batch_smaller_after_out_of_memory() {
         seen.iter().map(|(r, n)| (r.len(), *n)).collect::<Vec<_>>(),
         [(5, 16), (5, 16), (5, 16), (1, 16)]
     );
-    assert!(warnings[0].contains("micro-batches of 16 record(s)"), "{}", warnings[0]);
+    assert!(
+        warnings[0].contains("micro-batches of 16 record(s)"),
+        "{}",
+        warnings[0]
+    );
     assert_eq!(b.micro_batch_size(), Some(5));
     assert_eq!(sim.stats().unwrap().cache_emptied, 2);
     // The size never grows back.
@@ -156,7 +164,11 @@ fn power_adaptative_gives_up_below_one_record() {
     .unwrap();
     let (report, ..) = record(&mut b, vec![10; 4]);
     let err = report.unwrap_err();
-    assert!(err.to_string().contains("even with micro-batches of 1 record"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("even with micro-batches of 1 record"),
+        "{err}"
+    );
     assert!(is_out_of_memory(&err));
 }
 
@@ -294,7 +306,13 @@ fn the_overhead_comes_off_the_budget() {
     let mut b = Batcher::new(
         &BatcherConfig::Predictive(config),
         16,
-        Box::new(SimulatedDevice::new(1_000, 200, truth(1.0, 0.0, 0.0), 0.0, 1)),
+        Box::new(SimulatedDevice::new(
+            1_000,
+            200,
+            truth(1.0, 0.0, 0.0),
+            0.0,
+            1,
+        )),
         "batcher",
     )
     .unwrap();
@@ -302,7 +320,13 @@ fn the_overhead_comes_off_the_budget() {
     let mut b = Batcher::new(
         &BatcherConfig::Predictive(predictive_config(&REFERENCE_PROBES, uniform())),
         16,
-        Box::new(SimulatedDevice::new(1_000, 1_000, truth(1.0, 0.0, 0.0), 0.0, 1)),
+        Box::new(SimulatedDevice::new(
+            1_000,
+            1_000,
+            truth(1.0, 0.0, 0.0),
+            0.0,
+            1,
+        )),
         "batcher",
     )
     .unwrap();
@@ -346,14 +370,23 @@ fn configurations_are_checked_with_their_paths() {
     };
     // Reference scenarios 12 and 13.
     let empty = build(predictive_config(&[], uniform()));
-    assert!(empty.starts_with("b.dims_provider.probe_dims: probe_dims is empty"), "{empty}");
+    assert!(
+        empty.starts_with("b.dims_provider.probe_dims: probe_dims is empty"),
+        "{empty}"
+    );
     let mut partial = predictive_config(&REFERENCE_PROBES, uniform());
     partial.dims_provider.0.probe_dims[1] = Typed(ProbePointConfig {
         values: BTreeMap::from([("l".into(), 64)]),
     });
     let partial = build(partial);
-    assert!(partial.starts_with("b.dims_provider.probe_dims[1]:"), "{partial}");
-    assert!(partial.contains("don't match formula variables"), "{partial}");
+    assert!(
+        partial.starts_with("b.dims_provider.probe_dims[1]:"),
+        "{partial}"
+    );
+    assert!(
+        partial.contains("don't match formula variables"),
+        "{partial}"
+    );
     let mut formula = predictive_config(&REFERENCE_PROBES, uniform());
     formula.formula = "a*bs + d".into();
     assert!(build(formula).starts_with("b.formula: undeclared symbols: d"));
@@ -385,6 +418,10 @@ fn only_the_predictive_batcher_takes_coefficients() {
     .unwrap();
     assert!(b.set_coefficients(vec![1.0]).is_err());
     assert!(b.coefficients().is_none());
-    b.probe(|_| panic!("plain batchers do not probe"), || Ok(()), &mut |_| {})
-        .unwrap();
+    b.probe(
+        |_| panic!("plain batchers do not probe"),
+        || Ok(()),
+        &mut |_| {},
+    )
+    .unwrap();
 }

@@ -103,9 +103,7 @@ impl CostModel {
                 dims.get(v).map(|x| *x as f64).ok_or_else(|| {
                     Error::config(
                         format!("{}.dims_provider", self.path),
-                        format!(
-                            "the batch dimensions {dims:?} lack the formula variable \"{v}\""
-                        ),
+                        format!("the batch dimensions {dims:?} lack the formula variable \"{v}\""),
                     )
                 })
             })
@@ -157,7 +155,12 @@ impl CostModel {
         }
         let ncoef = self.len() - 1;
         let known_part = self.rows.iter().map(|r| r[ncoef]);
-        let residual: Vec<f64> = self.targets.iter().zip(known_part).map(|(y, k)| y - k).collect();
+        let residual: Vec<f64> = self
+            .targets
+            .iter()
+            .zip(known_part)
+            .map(|(y, k)| y - k)
+            .collect();
         let mut coefficients = min_norm_least_squares(&self.rows, &residual, ncoef);
         coefficients.push(if self.formula.constant().is_empty() {
             0.0

@@ -204,7 +204,13 @@ fn split(poly: Poly, coefficients: Vec<String>, variables: Vec<String>) -> Parse
                 .chain(&variables)
                 .zip(exponents)
                 .filter(|(_, e)| **e > 0)
-                .map(|(n, e)| if *e == 1 { n.clone() } else { format!("{n}**{e}") })
+                .map(|(n, e)| {
+                    if *e == 1 {
+                        n.clone()
+                    } else {
+                        format!("{n}**{e}")
+                    }
+                })
                 .collect();
             if names.is_empty() {
                 "(the coefficient-free constant)".to_string()

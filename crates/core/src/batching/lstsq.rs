@@ -9,7 +9,11 @@ pub(crate) fn min_norm_least_squares(rows: &[Vec<f64>], b: &[f64], n: usize) -> 
     let m = rows.len();
     // Columns of A, rotated in place until mutually orthogonal: A V = U Σ.
     let mut cols: Vec<Vec<f64>> = (0..n)
-        .map(|j| rows.iter().map(|r| r.get(j).copied().unwrap_or(0.0)).collect())
+        .map(|j| {
+            rows.iter()
+                .map(|r| r.get(j).copied().unwrap_or(0.0))
+                .collect()
+        })
         .collect();
     let mut v: Vec<Vec<f64>> = (0..n)
         .map(|j| (0..n).map(|i| if i == j { 1.0 } else { 0.0 }).collect())
@@ -22,7 +26,9 @@ pub(crate) fn min_norm_least_squares(rows: &[Vec<f64>], b: &[f64], n: usize) -> 
                 let alpha = dot(&cols[p], &cols[p]);
                 let beta = dot(&cols[q], &cols[q]);
                 let gamma = dot(&cols[p], &cols[q]);
-                if alpha == 0.0 || beta == 0.0 || gamma.abs() <= f64::EPSILON * (alpha * beta).sqrt()
+                if alpha == 0.0
+                    || beta == 0.0
+                    || gamma.abs() <= f64::EPSILON * (alpha * beta).sqrt()
                 {
                     continue;
                 }
@@ -95,7 +101,11 @@ mod tests {
     fn minimises_the_residual_of_an_inconsistent_system() {
         // Fitting a constant to 1, 2, 6: the mean.
         let rows = vec![vec![1.0], vec![1.0], vec![1.0]];
-        close(&min_norm_least_squares(&rows, &[1.0, 2.0, 6.0], 1), &[3.0], 1e-12);
+        close(
+            &min_norm_least_squares(&rows, &[1.0, 2.0, 6.0], 1),
+            &[3.0],
+            1e-12,
+        );
     }
 
     #[test]
@@ -110,17 +120,31 @@ mod tests {
     fn takes_the_least_norm_among_many_solutions() {
         // Duplicated columns and an underdetermined system: weight shared equally.
         let dup = vec![vec![1.0, 1.0], vec![2.0, 2.0]];
-        close(&min_norm_least_squares(&dup, &[2.0, 4.0], 2), &[1.0, 1.0], 1e-12);
+        close(
+            &min_norm_least_squares(&dup, &[2.0, 4.0], 2),
+            &[1.0, 1.0],
+            1e-12,
+        );
         let under = vec![vec![1.0, 2.0]];
-        close(&min_norm_least_squares(&under, &[5.0], 2), &[1.0, 2.0], 1e-12);
+        close(
+            &min_norm_least_squares(&under, &[5.0], 2),
+            &[1.0, 2.0],
+            1e-12,
+        );
     }
 
     #[test]
     fn copes_with_columns_of_very_different_scales() {
-        let rows: Vec<Vec<f64>> = [(1.0, 64.0), (1.0, 128.0), (2.0, 128.0), (4.0, 64.0), (2.0, 256.0)]
-            .iter()
-            .map(|(bs, l)| vec![bs * l * l, bs * l, 1.0])
-            .collect();
+        let rows: Vec<Vec<f64>> = [
+            (1.0, 64.0),
+            (1.0, 128.0),
+            (2.0, 128.0),
+            (4.0, 64.0),
+            (2.0, 256.0),
+        ]
+        .iter()
+        .map(|(bs, l)| vec![bs * l * l, bs * l, 1.0])
+        .collect();
         let truth = [2.0, 3.0, 100.0];
         let b: Vec<f64> = rows
             .iter()

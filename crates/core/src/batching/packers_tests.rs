@@ -81,7 +81,10 @@ fn uniform_cuts_equal_slices() {
 #[test]
 fn uniform_is_bounded_by_the_batch_size() {
     let (groups, _) = pack(&Packer::Uniform, vec![1; 10], 1e12, 3);
-    assert_eq!(groups.iter().map(Vec::len).collect::<Vec<_>>(), [3, 3, 3, 1]);
+    assert_eq!(
+        groups.iter().map(Vec::len).collect::<Vec<_>>(),
+        [3, 3, 3, 1]
+    );
     let (groups, _) = pack(&Packer::Uniform, vec![1; 5], 1e12, 64);
     assert_eq!(groups, vec![vec![1; 5]]);
 }
@@ -91,7 +94,11 @@ fn uniform_warns_when_one_record_is_over_budget() {
     let (groups, warnings) = pack(&Packer::Uniform, vec![256, 256], 1000.0, 16);
     assert_eq!(groups, vec![vec![256], vec![256]]);
     assert_eq!(warnings.len(), 1);
-    assert!(warnings[0].contains("over the budget of 1000 bytes"), "{}", warnings[0]);
+    assert!(
+        warnings[0].contains("over the budget of 1000 bytes"),
+        "{}",
+        warnings[0]
+    );
 }
 
 #[test]
@@ -142,10 +149,19 @@ fn sorting_reduces_the_micro_batches_of_mixed_lengths() {
 #[test]
 fn a_record_over_budget_goes_alone_with_a_warning() {
     // Reference scenario 24.
-    let (groups, warnings) = pack(&Packer::Adaptive { sort_by: None }, vec![256, 256], 1000.0, 64);
+    let (groups, warnings) = pack(
+        &Packer::Adaptive { sort_by: None },
+        vec![256, 256],
+        1000.0,
+        64,
+    );
     assert_eq!(groups, vec![vec![256], vec![256]]);
     assert_eq!(warnings.len(), 2);
-    assert!(warnings[0].starts_with("record 0 alone is predicted"), "{}", warnings[0]);
+    assert!(
+        warnings[0].starts_with("record 0 alone is predicted"),
+        "{}",
+        warnings[0]
+    );
     // Records around it are still packed together.
     let (groups, warnings) = pack(
         &Packer::Adaptive { sort_by: None },

@@ -97,10 +97,7 @@ mod tests {
         )));
         assert!(!is_out_of_memory(&torch("CUDA error: device-side assert")));
         assert!(!is_out_of_memory(&torch("out of memory")));
-        assert!(!is_out_of_memory(&Error::config(
-            "x",
-            "CUDA out of memory"
-        )));
+        assert!(!is_out_of_memory(&Error::config("x", "CUDA out of memory")));
     }
 
     #[test]

@@ -86,7 +86,9 @@ impl CudaMemory {
                     .into(),
             )));
         }
-        let index = c_int::try_from(device).ok().filter(|d| i64::from(*d) < count);
+        let index = c_int::try_from(device)
+            .ok()
+            .filter(|d| i64::from(*d) < count);
         let Some(device) = index else {
             return Err(Error::Torch(TorchMessage(format!(
                 "no CUDA device {device}: this machine has {count}"

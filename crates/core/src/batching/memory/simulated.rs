@@ -187,7 +187,9 @@ mod tests {
         device.before_micro_batch(&dims(2, 50)).unwrap();
         let err = device.before_micro_batch(&dims(4, 50)).unwrap_err();
         assert!(is_out_of_memory(&err), "{err}");
-        assert!(err.to_string().starts_with("libtorch error: CUDA out of memory. Tried to allocate"));
+        assert!(err
+            .to_string()
+            .starts_with("libtorch error: CUDA out of memory. Tried to allocate"));
         let stats = device.stats().unwrap();
         assert_eq!(stats.out_of_memory, 1);
         assert_eq!(stats.charged, vec![5_000.0]);
