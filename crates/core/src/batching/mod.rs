@@ -6,6 +6,7 @@ mod formula;
 mod lstsq;
 pub mod memory;
 mod packers;
+mod polynomial;
 
 pub use batcher::*;
 pub use cost::*;
