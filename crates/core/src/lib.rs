@@ -3,6 +3,7 @@
 //! hands it a JSON configuration and an [`learner::Observer`].
 #![warn(missing_docs)]
 
+pub mod batching;
 pub mod config;
 pub mod data;
 pub mod distributed;
