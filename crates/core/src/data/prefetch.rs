@@ -89,6 +89,14 @@ impl BatchSource {
         Ok(batch)
     }
 
+    /// The batch that would come next, without consuming it.
+    ///
+    /// # Errors
+    /// The sampler's errors.
+    pub fn peek(&self) -> Result<Batch> {
+        self.template.fork().next_batch(self.batch_size)
+    }
+
     /// Where the consumed batches end.
     pub fn position(&self) -> serde_json::Value {
         self.position.clone()

@@ -9,7 +9,11 @@ use super::listeners::best::{BestTracker, Direction, ValidationSchedule};
 use super::listeners::{
     ranking_trackers, JsListener, Listener, RankMetric, RankingValidation, ValidationLoss,
 };
-use super::trainers::{AnyLoss, EvaluationPairs, LossSet, LossTrainer, MultipleTrainer, Trainer};
+use super::trainers::{
+    memory_probe, AnyLoss, EvaluationPairs, LossSet, LossTrainer, MultipleTrainer, RecordDims,
+    Trainer,
+};
+use crate::batching::Batcher;
 use crate::config::{
     DatasetConfig, JsHookConfig, LearnerConfig, ListenerConfig, LossTrainerConfig, OptimizerConfig,
     SamplerConfig, TrainerConfig, TrainingHookConfig, TripletsConfig, ValidationDataConfig,
@@ -170,6 +174,7 @@ fn sampler(
 
 fn loss_trainer(
     config: &LossTrainerConfig,
+    device: tch::Device,
     js: &Js,
     seed: u64,
     output: OutputType,
@@ -196,7 +201,16 @@ fn loss_trainer(
         &format!("{path}.sampler"),
     )?;
     let losses = loss_set(&config.hooks, output, sampler.kind(), path)?;
+    let batcher_path = format!("{path}.batcher");
+    let batcher = Batcher::new(
+        &config.batcher,
+        config.batch_size as usize,
+        memory_probe(device)?,
+        &batcher_path,
+    )?;
     Ok(Box::new(LossTrainer {
+        batcher,
+        dims: RecordDims::new(&config.batcher, &batcher_path)?,
         // `num_workers` batches are prepared ahead by one producer thread: the batches are the
         // same whatever their number.
         batches: BatchSource::new(
@@ -210,13 +224,14 @@ fn loss_trainer(
 
 fn trainer(
     config: &TrainerConfig,
+    device: tch::Device,
     js: &Js,
     seed: u64,
     output: OutputType,
     path: &str,
 ) -> Result<Box<dyn Trainer>> {
     match config {
-        TrainerConfig::Loss(t) => loss_trainer(t, js, seed, output, path),
+        TrainerConfig::Loss(t) => loss_trainer(t, device, js, seed, output, path),
         TrainerConfig::Multiple(m) => {
             if !m.hooks.is_empty() {
                 return Err(unsupported(
@@ -230,7 +245,14 @@ fn trainer(
                 .map(|(name, t)| {
                     Ok((
                         name.clone(),
-                        trainer(t, js, seed, output, &format!("{path}.trainers.{name}"))?,
+                        trainer(
+                            t,
+                            device,
+                            js,
+                            seed,
+                            output,
+                            &format!("{path}.trainers.{name}"),
+                        )?,
                     ))
                 })
                 .collect::<Result<Vec<_>>>()?;
@@ -451,7 +473,14 @@ pub(crate) fn build(config: &LearnerConfig, runtime: &Runtime, js: &Js) -> Resul
     let model: Box<dyn Model> = Box::new(PlacedModel::new(model, runtime.clone())?);
 
     let output = model.output_type();
-    let trainer = trainer(&config.trainer, js, seed, output, "learner.trainer")?;
+    let trainer = trainer(
+        &config.trainer,
+        runtime.device,
+        js,
+        seed,
+        output,
+        "learner.trainer",
+    )?;
     let optimizers = optimizers(config, model.as_ref(), &frozen)?;
     let gradient_hooks = config.hooks.iter().map(GradientHook::new).collect();
     let listeners = config

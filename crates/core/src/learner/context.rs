@@ -19,6 +19,7 @@ pub struct TrainerContext {
     writer: Option<EventWriter>,
     logdir: Option<PathBuf>,
     loss_scale: Option<Tensor>,
+    warnings: Vec<String>,
 }
 
 impl TrainerContext {
@@ -32,7 +33,40 @@ impl TrainerContext {
             writer: None,
             logdir,
             loss_scale: None,
+            warnings: Vec::new(),
         }
+    }
+
+    /// Something the user should know that does not stop the run; the loop reports it.
+    pub fn warn(&mut self, message: String) {
+        self.warnings.push(message);
+    }
+
+    /// The warnings given since the last call.
+    pub fn take_warnings(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.warnings)
+    }
+
+    /// The metrics so far, to roll back to (see [`TrainerContext::metrics_rollback`]).
+    pub fn metrics_mark(&self) -> Metrics {
+        self.metrics.mark()
+    }
+
+    /// Forgets the metrics added since `mark` was taken (a replayed batch).
+    pub fn metrics_rollback(&mut self, mark: &Metrics) {
+        self.metrics = mark.mark();
+    }
+
+    /// Runs `f` with metrics of its own, then restores those of the run: what `f` records
+    /// (probe batches) never reaches the logs.
+    ///
+    /// # Errors
+    /// What `f` returns.
+    pub fn sandboxed<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
+        let saved = std::mem::take(&mut self.metrics);
+        let result = f(self);
+        self.metrics = saved;
+        result
     }
 
     /// Multiplies every backpropagated loss by `scale` (a loss scaler's, updated in place).

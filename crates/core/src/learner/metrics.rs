@@ -21,6 +21,27 @@ pub struct Metrics {
 }
 
 impl Metrics {
+    /// A copy of the sums so far (sums are never updated in place, so the copy is shallow),
+    /// to roll back to when a batch is replayed.
+    pub fn mark(&self) -> Metrics {
+        Metrics {
+            entries: self
+                .entries
+                .iter()
+                .map(|(k, e)| {
+                    (
+                        k.clone(),
+                        Entry {
+                            sum: e.sum.shallow_clone(),
+                            value_sum: e.value_sum,
+                            count: e.count,
+                        },
+                    )
+                })
+                .collect(),
+        }
+    }
+
     /// Adds `sum` (of `count` items) under `key`. Zero counts are ignored.
     ///
     /// # Errors

@@ -62,6 +62,9 @@ pub fn learn(
     ctx.set_loss_scale(run.scaler.as_ref().map(|s| s.scale().shallow_clone()));
     ctx.step = progress.step;
     ctx.restore_metrics(&progress.partial_metrics);
+    // Memory probes run before the first step, in a sandbox: their batches never reach the logs.
+    run.trainer.prepare(run.model.as_ref(), &mut ctx)?;
+    report_warnings(&mut ctx, observer, &mut warnings);
     for hook in &init_hooks {
         observer.js_hook(
             &hook.key,
@@ -116,6 +119,7 @@ pub fn learn(
                 observer.js_hook(&hook.key, "before", before)?;
             }
             let loss = train_step(&mut run, &mut ctx)?;
+            report_warnings(&mut ctx, observer, &mut warnings);
             loss_sum = Some(match loss_sum {
                 Some(sum) => sum.f_add(&loss)?,
                 None => loss,
@@ -346,6 +350,14 @@ fn optimized_parameters(run: &Run) -> Vec<Tensor> {
         .flatten()
         .map(Tensor::shallow_clone)
         .collect()
+}
+
+/// Passes on the warnings the trainers gave (out-of-memory replays, probes skipped, ...).
+fn report_warnings(ctx: &mut TrainerContext, observer: &mut dyn Observer, into: &mut Vec<String>) {
+    for message in ctx.take_warnings() {
+        observer.warning(&message);
+        into.push(message);
+    }
 }
 
 /// One optimizer step; returns the step's (detached) weighted loss. With a loss scaler the

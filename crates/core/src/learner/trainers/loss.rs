@@ -1,8 +1,10 @@
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 use tch::{Kind, Tensor};
 
-use super::Trainer;
+use super::{probe_batch, RecordDims, Trainer};
+use crate::batching::Batcher;
 use crate::data::{
     Batch, BatchSource, LtrDataset, PairwiseBatch, PreferencePair, RecordKind, ScoreInput,
     TokenTriplets,
@@ -294,21 +296,100 @@ fn gather(features: &Tensor, pairs: &[PreferencePair]) -> Result<PairwiseBatch> 
     })
 }
 
-/// `LossTrainer`: each step takes a batch of records and minimises the weighted sum of the
-/// losses, normalised by the batch's record count.
+/// `LossTrainer`: each step takes a batch of records, splits it into micro-batches as its
+/// batcher says, and minimises the weighted sum of the losses normalised by the record count of
+/// the whole batch (so any split gives the gradients of no split).
 pub(crate) struct LossTrainer {
     pub batches: BatchSource,
     pub losses: LossSet,
+    pub batcher: Batcher,
+    pub dims: RecordDims,
+}
+
+/// Sets the gradients of `model`'s parameters to zero (a failed attempt's partial sums).
+fn zero_gradients(model: &dyn Model) -> Result<()> {
+    for p in model.named_parameters() {
+        let mut grad = p.tensor.grad();
+        if grad.defined() {
+            let _ = grad.f_zero_()?;
+        }
+    }
+    Ok(())
 }
 
 impl Trainer for LossTrainer {
+    fn prepare(&mut self, model: &dyn Model, ctx: &mut TrainerContext) -> Result<()> {
+        if !self.batcher.needs_fit() {
+            return Ok(());
+        }
+        // Real records as the template of the probe batches, without moving the sampler.
+        let template = self.batches.peek()?;
+        let dims = self.dims.clone();
+        let losses = &self.losses;
+        let ctx = RefCell::new(ctx);
+        let mut warnings = Vec::new();
+        let result = ctx.borrow_mut().sandboxed(|ctx| {
+            self.batcher.probe(
+                |probe| {
+                    let batch = probe_batch(&template, &dims, probe)?;
+                    losses.backward(model, &batch, batch.len(), ctx).map(|_| ())
+                },
+                || zero_gradients(model),
+                &mut |w| warnings.push(w),
+            )
+        });
+        let ctx = ctx.into_inner();
+        for w in warnings {
+            ctx.warn(w);
+        }
+        result
+    }
+
     fn process_step(&mut self, model: &dyn Model, ctx: &mut TrainerContext) -> Result<Tensor> {
         let batch = self.batches.next_batch()?;
         ctx.add_value(
             "data/wait_seconds",
             self.batches.take_waited().as_secs_f64(),
         )?;
-        self.losses.backward(model, &batch, batch.len(), ctx)
+        let replayable = self.batcher.micro_batch_size().is_some();
+        let mark = replayable.then(|| ctx.metrics_mark());
+        let ctx = RefCell::new(ctx);
+        let total: RefCell<Option<Tensor>> = RefCell::new(None);
+        let mut warnings = Vec::new();
+        let dims = &self.dims;
+        let losses = &self.losses;
+        let report = self.batcher.process(
+            &batch,
+            &|b: &Batch, records: &[usize]| dims.dims(b, records),
+            |micro, outer_count| {
+                let loss = losses.backward(model, micro, outer_count, &mut ctx.borrow_mut())?;
+                let mut total = total.borrow_mut();
+                *total = Some(match total.take() {
+                    Some(t) => t.f_add(&loss)?,
+                    None => loss,
+                });
+                Ok(())
+            },
+            || {
+                zero_gradients(model)?;
+                *total.borrow_mut() = None;
+                if let Some(mark) = &mark {
+                    ctx.borrow_mut().metrics_rollback(mark);
+                }
+                Ok(())
+            },
+            &mut |w| warnings.push(w),
+        )?;
+        let ctx = ctx.into_inner();
+        for w in warnings {
+            ctx.warn(w);
+        }
+        if report.micro_batches > 1 || report.out_of_memory > 0 {
+            ctx.add_value("batcher/micro_batches", report.micro_batches as f64)?;
+        }
+        total
+            .into_inner()
+            .ok_or_else(|| crate::Error::Panic("an empty batch".into()))
     }
 
     fn state(&self) -> serde_json::Value {
@@ -385,5 +466,174 @@ mod tests {
             );
         }
         assert!((one_by_one - whole).abs() < 1e-6);
+    }
+
+    mod micro_batching {
+        use std::collections::BTreeMap;
+
+        use super::*;
+        use crate::batching::memory::SimulatedDevice;
+        use crate::batching::{CostModel, Formula};
+        use crate::config::{
+            BatchDimsProviderConfig, BatcherConfig, FabricConfiguration, NoParams, PackerConfig,
+            PredictiveBatcherConfig, ProbePointConfig, Typed,
+        };
+        use crate::data::{PairwiseSampler, Shard};
+        use crate::losses::CrossEntropyLoss;
+        use crate::runtime::{PlacedModel, Runtime};
+
+        const BATCH: usize = 16;
+        /// Simulated bytes per record: the device holds 5 records at once.
+        const PER_RECORD: f64 = 1000.0;
+
+        fn data() -> LtrDataset {
+            crate::data::synthetic_ltr(
+                &crate::config::SyntheticLtrConfig {
+                    signal_seed: 1,
+                    seed: 2,
+                    num_queries: 10,
+                    docs_per_query: 8,
+                    num_features: 4,
+                    noise: 0.5,
+                },
+                "d",
+            )
+            .unwrap()
+        }
+
+        fn model() -> Box<dyn Model> {
+            let mlp = MlpScorer::new(
+                &MlpScorerConfig {
+                    input_dim: 4,
+                    hidden_dims: vec![6],
+                },
+                &mut Rng::new(5),
+            )
+            .unwrap();
+            let config = FabricConfiguration {
+                precision: "64-true".into(),
+                torch_fp32_precision: None,
+                num_nodes: 1,
+                devices: "auto".into(),
+                strategy: "auto".into(),
+                accelerator: "cpu".into(),
+                num_threads: None,
+                deterministic: None,
+            };
+            let runtime = Runtime::from_config(&config).unwrap().0;
+            Box::new(PlacedModel::new(Box::new(mlp), runtime).unwrap())
+        }
+
+        fn device(capacity: u64) -> SimulatedDevice {
+            let names = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+            let f = Formula::parse("a*bs", &names(&["a"]), &names(&["bs"])).unwrap();
+            let mut truth = CostModel::new(f, "bs", "truth").unwrap();
+            truth.set_coefficients(vec![PER_RECORD, 0.0]).unwrap();
+            SimulatedDevice::new(capacity, 0, truth, 0.0, 1)
+        }
+
+        fn predictive(packer: PackerConfig) -> BatcherConfig {
+            let probe = |bs: u64| {
+                Typed(ProbePointConfig {
+                    values: BTreeMap::from([("bs".into(), bs)]),
+                })
+            };
+            BatcherConfig::Predictive(PredictiveBatcherConfig {
+                formula: "a*bs + c".into(),
+                coefficient_names: vec!["a".into(), "c".into()],
+                variable_names: vec!["bs".into()],
+                batch_size_variable: "bs".into(),
+                memory_fraction: 1.0,
+                extra_overhead_bytes: 0,
+                min_batch_size: 1,
+                dims_provider: Typed(BatchDimsProviderConfig {
+                    probe_dims: vec![probe(1), probe(2), probe(4)],
+                }),
+                packer,
+            })
+        }
+
+        /// Gradients after one step of a LossTrainer with `config` on a device of `capacity`,
+        /// the micro-batch count logged and the warnings.
+        fn one_step(config: &BatcherConfig, capacity: u64) -> (Vec<f64>, f64, Vec<String>) {
+            let model = model();
+            let sampler = PairwiseSampler::new(&data(), Rng::new(3), Shard::WHOLE, "s").unwrap();
+            let losses = LossSet::new(
+                vec![
+                    AnyLoss::Pairwise(Box::new(HingeLoss {
+                        weight: 1.0,
+                        margin: 1.0,
+                    })),
+                    AnyLoss::Pairwise(Box::new(CrossEntropyLoss { weight: 0.5 })),
+                ],
+                RecordKind::Pairwise,
+                "t",
+            )
+            .unwrap();
+            let mut trainer = LossTrainer {
+                batches: BatchSource::new(Box::new(sampler), BATCH, 0),
+                losses,
+                batcher: Batcher::new(config, BATCH, Box::new(device(capacity)), "t.batcher")
+                    .unwrap(),
+                dims: RecordDims::new(config, "t.batcher").unwrap(),
+            };
+            let mut ctx = TrainerContext::new(None);
+            trainer.prepare(model.as_ref(), &mut ctx).unwrap();
+            let _ = trainer.process_step(model.as_ref(), &mut ctx).unwrap();
+            let grads = model
+                .named_parameters()
+                .iter()
+                .flat_map(|p| Vec::<f64>::try_from(p.tensor.grad().flatten(0, -1)).unwrap())
+                .collect();
+            let metrics = ctx.metrics_mark().means().unwrap();
+            let micro = metrics.get("batcher/micro_batches").copied().unwrap_or(1.0);
+            assert!(!metrics.keys().any(|k| k.contains("probe")));
+            (grads, micro, ctx.take_warnings())
+        }
+
+        fn assert_close(a: &[f64], b: &[f64], what: &str) {
+            assert_eq!(a.len(), b.len());
+            for (x, y) in a.iter().zip(b) {
+                assert!((x - y).abs() < 1e-9, "{what}: {x} vs {y}");
+            }
+        }
+
+        #[test]
+        fn micro_batches_give_the_gradients_of_the_whole_batch() {
+            let plain = BatcherConfig::Plain(NoParams {});
+            let (whole, n, _) = one_step(&plain, u64::MAX / 2);
+            assert_eq!(n, 1.0);
+            let adaptive = |sort_by: Option<&str>| {
+                PackerConfig::Adaptive(crate::config::AdaptivePackerConfig {
+                    sort_by: sort_by.map(str::to_string),
+                })
+            };
+            for (name, packer) in [
+                ("uniform", PackerConfig::Uniform(NoParams {})),
+                ("adaptive", adaptive(None)),
+                ("adaptive sorted", adaptive(Some("bs"))),
+            ] {
+                let (split, n, warnings) = one_step(&predictive(packer), 5 * PER_RECORD as u64);
+                assert!(
+                    n >= 4.0,
+                    "{name}: {n} micro-batches for 16 records of 5 per batch"
+                );
+                assert!(warnings.is_empty(), "{name}: {warnings:?}");
+                assert_close(&split, &whole, name);
+            }
+        }
+
+        #[test]
+        fn an_out_of_memory_batch_is_replayed_smaller_with_the_same_gradients() {
+            let plain = BatcherConfig::Plain(NoParams {});
+            let (whole, _, _) = one_step(&plain, u64::MAX / 2);
+            let power = BatcherConfig::PowerAdaptative(NoParams {});
+            let (replayed, n, warnings) = one_step(&power, 5 * PER_RECORD as u64);
+            // 16 and 8 do not fit, 5 does: four micro-batches.
+            assert_eq!(n, 4.0);
+            assert_eq!(warnings.len(), 2, "{warnings:?}");
+            assert!(warnings[1].contains("replaying the batch with micro-batches of 5"));
+            assert_close(&replayed, &whole, "power-adaptative");
+        }
     }
 }

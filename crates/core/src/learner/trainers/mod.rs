@@ -1,9 +1,11 @@
 //! Trainers: how one optimizer step's gradients are produced.
 
 mod loss;
+mod micro;
 mod multiple;
 
 pub(crate) use loss::*;
+pub(crate) use micro::*;
 pub(crate) use multiple::*;
 
 use tch::Tensor;
@@ -17,6 +19,15 @@ pub(crate) trait Trainer: Send {
     /// Takes the next batch(es), runs forward and backward; returns the (detached) loss that
     /// was backpropagated.
     fn process_step(&mut self, model: &dyn Model, ctx: &mut TrainerContext) -> Result<Tensor>;
+
+    /// Prepares what depends on memory before the first step (the predictive batcher's
+    /// probes); runs again on resume.
+    ///
+    /// # Errors
+    /// A probe's error.
+    fn prepare(&mut self, _model: &dyn Model, _ctx: &mut TrainerContext) -> Result<()> {
+        Ok(())
+    }
 
     /// Where its data stands, for checkpoints.
     fn state(&self) -> serde_json::Value;

@@ -12,6 +12,13 @@ pub(crate) struct MultipleTrainer {
 }
 
 impl Trainer for MultipleTrainer {
+    fn prepare(&mut self, model: &dyn Model, ctx: &mut TrainerContext) -> Result<()> {
+        for (_, trainer) in &mut self.trainers {
+            trainer.prepare(model, ctx)?;
+        }
+        Ok(())
+    }
+
     fn process_step(&mut self, model: &dyn Model, ctx: &mut TrainerContext) -> Result<Tensor> {
         let mut total: Option<Tensor> = None;
         for (name, trainer) in &mut self.trainers {

@@ -1,0 +1,175 @@
+//! What the micro-batcher needs to know of records: their count and sub-batches (the
+//! [`MicroBatchable`] of [`Batch`]), the formula variables of a group of records, and probe
+//! batches of given dimensions.
+
+use tch::{Device, Tensor};
+
+use crate::batching::memory::{CpuMemory, CudaMemory, MemoryProbe};
+use crate::batching::{Dims, MicroBatchable};
+use crate::config::BatcherConfig;
+use crate::data::{Batch, ScoreInput, Tokens};
+use crate::{Error, Result};
+
+impl MicroBatchable for Batch {
+    fn len(&self) -> usize {
+        Batch::len(self)
+    }
+
+    fn select(&self, indices: &[usize]) -> Result<Self> {
+        Batch::select(self, indices)
+    }
+}
+
+/// The variables the built-in records provide: the batch-size variable (records of the group)
+/// and `l`, the longest (query + document) token count of the group for token records, the
+/// feature count for feature records.
+#[derive(Debug, Clone)]
+pub(crate) struct RecordDims {
+    batch_size_variable: String,
+    uses_length: bool,
+}
+
+/// The name of the length variable.
+const LENGTH: &str = "l";
+
+impl RecordDims {
+    /// The provider for a batcher configuration, or an error naming a variable it cannot give.
+    pub fn new(config: &BatcherConfig, path: &str) -> Result<Self> {
+        let BatcherConfig::Predictive(p) = config else {
+            return Ok(RecordDims {
+                batch_size_variable: "bs".into(),
+                uses_length: false,
+            });
+        };
+        if let Some(other) = p
+            .variable_names
+            .iter()
+            .find(|v| **v != p.batch_size_variable && *v != LENGTH)
+        {
+            return Err(Error::config(
+                format!("{path}.variable_names"),
+                format!(
+                    "the built-in records give `{}` (records) and `{LENGTH}` (longest record) \
+                     only, not `{other}`",
+                    p.batch_size_variable
+                ),
+            ));
+        }
+        Ok(RecordDims {
+            batch_size_variable: p.batch_size_variable.clone(),
+            uses_length: p.variable_names.iter().any(|v| v == LENGTH),
+        })
+    }
+
+    /// The dimensions of `records` of `batch`.
+    pub fn dims(&self, batch: &Batch, records: &[usize]) -> Result<Dims> {
+        let mut dims = Dims::new();
+        dims.insert(self.batch_size_variable.clone(), records.len() as u64);
+        if self.uses_length {
+            dims.insert(LENGTH.into(), longest(batch, records)?);
+        }
+        Ok(dims)
+    }
+}
+
+fn row_lengths(input: &ScoreInput, rows: &[i64]) -> Result<i64> {
+    Ok(match input {
+        ScoreInput::Features(f) => f.size().get(1).copied().unwrap_or(0),
+        ScoreInput::Text { query, document } => {
+            if rows.is_empty() {
+                return Ok(0);
+            }
+            let index = Tensor::f_from_slice(rows)?;
+            let total = query
+                .lengths
+                .f_index_select(0, &index)?
+                .f_add(&document.lengths.f_index_select(0, &index)?)?;
+            total.f_max()?.f_int64_value(&[])?
+        }
+    })
+}
+
+/// The longest record among `records`.
+fn longest(batch: &Batch, records: &[usize]) -> Result<u64> {
+    let rows: Vec<i64> = records.iter().map(|&r| r as i64).collect();
+    let longest = match batch {
+        Batch::Pairwise(b) => {
+            row_lengths(&b.positive, &rows)?.max(row_lengths(&b.negative, &rows)?)
+        }
+        Batch::Pointwise(b) => row_lengths(&b.input, &rows)?,
+        Batch::Batchwise(b) => {
+            let group = b.relevance.size().get(1).copied().unwrap_or(1);
+            let doc_rows: Vec<i64> = rows
+                .iter()
+                .flat_map(|q| q * group..(q + 1) * group)
+                .collect();
+            row_lengths(&b.input, &doc_rows)?
+        }
+    };
+    Ok(longest.max(0) as u64)
+}
+
+/// Rows of `input` padded or cut to a query of `l / 2` and a document of `l − l / 2` tokens
+/// (token records), to build probe batches of a given length.
+fn with_length(input: &ScoreInput, l: i64) -> Result<ScoreInput> {
+    let ScoreInput::Text { query, document } = input else {
+        return input.map(|t| Ok(t.shallow_clone()));
+    };
+    let resize = |t: &Tokens, len: i64| -> Result<Tokens> {
+        let rows = t.ids.size()[0];
+        let len = len.max(1);
+        // Real ids repeated along the row, so the probe sees no padding.
+        let width = t.ids.size()[1].max(1);
+        let repeats = (len + width - 1) / width;
+        let ids = t.ids.f_repeat([1, repeats])?.f_narrow(1, 0, len)?;
+        let ids = ids.f_clamp_min(1)?;
+        Ok(Tokens {
+            ids,
+            lengths: Tensor::f_full([rows], len, (tch::Kind::Int64, Device::Cpu))?,
+        })
+    };
+    Ok(ScoreInput::Text {
+        query: resize(query, l / 2)?,
+        document: resize(document, l - l / 2)?,
+    })
+}
+
+/// A batch of `dims` records made from `template`'s records (repeated as needed) and, for token
+/// records, of length `l`: what the predictive batcher measures.
+pub(crate) fn probe_batch(template: &Batch, provider: &RecordDims, dims: &Dims) -> Result<Batch> {
+    let size = dims
+        .get(&provider.batch_size_variable)
+        .copied()
+        .unwrap_or(1)
+        .max(1) as usize;
+    let n = template.len().max(1);
+    let rows: Vec<usize> = (0..size).map(|i| i % n).collect();
+    let batch = template.select(&rows)?;
+    let Some(&l) = dims.get(LENGTH).filter(|_| provider.uses_length) else {
+        return Ok(batch);
+    };
+    let l = l as i64;
+    Ok(match batch {
+        Batch::Pairwise(b) => Batch::Pairwise(crate::data::PairwiseBatch {
+            positive: with_length(&b.positive, l)?,
+            negative: with_length(&b.negative, l)?,
+        }),
+        Batch::Pointwise(b) => Batch::Pointwise(crate::data::PointwiseBatch {
+            input: with_length(&b.input, l)?,
+            relevance: b.relevance,
+        }),
+        Batch::Batchwise(b) => Batch::Batchwise(crate::data::BatchwiseBatch {
+            input: with_length(&b.input, l)?,
+            relevance: b.relevance,
+        }),
+    })
+}
+
+/// The memory probe of `device`: libtorch's allocator on CUDA, the process's resident memory
+/// on the CPU.
+pub(crate) fn memory_probe(device: Device) -> Result<Box<dyn MemoryProbe>> {
+    Ok(match device {
+        Device::Cuda(index) => Box::new(CudaMemory::new(index)?),
+        _ => Box::new(CpuMemory::new(None)?),
+    })
+}
