@@ -211,6 +211,39 @@ describe("record kinds", () => {
   });
 });
 
+describe("micro-batching", () => {
+  it("a PredictiveBatcher probes CPU memory before training and the run still learns", async () => {
+    const { PredictiveBatcher, BatchDimsProvider, ProbePoint } = await import("../ts/index.js");
+    const { sealedSet } = await import("../ts/config/types.js");
+    const batcher = PredictiveBatcher.C({
+      formula: "a*bs + c",
+      coefficient_names: ["a", "c"],
+      variable_names: ["bs"],
+      dims_provider: BatchDimsProvider.C({
+        probe_dims: sealedSet(ProbePoint.C({ values: { bs: 16 } }), ProbePoint.C({ values: { bs: 64 } }), ProbePoint.C({ values: { bs: 128 } })),
+      }),
+    });
+    const config = withTrainer(demoLearner({ max_epochs: 4, steps_per_epoch: 50 }), { batcher, batch_size: 128 });
+    const result = await learn(config, { workspace: workspace(), quiet: true });
+    expect(result.epochs[3]!.metrics["heldout/pairwise_accuracy"]).toBeGreaterThanOrEqual(0.85);
+    // The probes' batches are not training batches: the first epoch's metrics hold 50 steps only.
+    expect(result.epochs[0]!.step).toBe(50);
+  });
+
+  it("refuses a formula variable the built-in records do not give, naming the batcher", async () => {
+    const { PredictiveBatcher, BatchDimsProvider, ProbePoint } = await import("../ts/index.js");
+    const { sealedSet } = await import("../ts/config/types.js");
+    const batcher = PredictiveBatcher.C({
+      formula: "a*bs*h + c",
+      coefficient_names: ["a", "c"],
+      variable_names: ["bs", "h"],
+      dims_provider: BatchDimsProvider.C({ probe_dims: sealedSet(ProbePoint.C({ values: { bs: 1, h: 2 } }), ProbePoint.C({ values: { bs: 2, h: 2 } })) }),
+    });
+    const config = withTrainer(demoLearner({ max_epochs: 1, steps_per_epoch: 1 }), { batcher });
+    await expect(learn(config, { workspace: workspace(), quiet: true })).rejects.toThrow(/^learner\.trainer\.batcher\.variable_names: the built-in records give `bs` \(records\) and `l`/);
+  });
+});
+
 describe("trainers", () => {
   it("MultipleTrainer steps once over every sub-trainer, each metric in its scope", async () => {
     const { MultipleTrainer } = await import("../ts/index.js");
