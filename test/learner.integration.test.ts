@@ -230,6 +230,25 @@ describe("micro-batching", () => {
     expect(result.epochs[0]!.step).toBe(50);
   });
 
+  it("PowerAdaptativeBatcher replays out-of-memory batches smaller and trains as without splitting", async () => {
+    const { PowerAdaptativeBatcher } = await import("../ts/index.js");
+    const config = (batcher?: object) =>
+      withTrainer(demoLearner({ max_epochs: 2, steps_per_epoch: 20 }), { batch_size: 128, ...(batcher ? { batcher: batcher as never } : {}) });
+    const plain = await learn(config(), { workspace: workspace(), quiet: true });
+    // A simulated device holding 40 records: 128, 64 and 42 do not fit, 32 does.
+    process.env.XPM_TORCH_SIMULATED_MEMORY = JSON.stringify({ capacity: 40_000, formula: "a*bs", coefficients: { a: 1000 } });
+    try {
+      const warnings: string[] = [];
+      const split = await learn(config(PowerAdaptativeBatcher.C({})), { workspace: workspace(), quiet: true, onWarning: (m) => warnings.push(m) });
+      expect(warnings.filter((w) => w.includes("replaying the batch")).map((w) => w.match(/micro-batches of (\d+)$/)?.[1])).toEqual(["64", "42", "32"]);
+      expect(split.epochs[0]!.train["batcher/micro_batches"]).toBe(4);
+      // The same training up to float32 summation order (exact gradients are checked in float64 in Rust).
+      split.epochs.forEach((e, i) => expect(e.loss).toBeCloseTo(plain.epochs[i]!.loss, 3));
+    } finally {
+      delete process.env.XPM_TORCH_SIMULATED_MEMORY;
+    }
+  });
+
   it("refuses a formula variable the built-in records do not give, naming the batcher", async () => {
     const { PredictiveBatcher, BatchDimsProvider, ProbePoint } = await import("../ts/index.js");
     const { sealedSet } = await import("../ts/config/types.js");

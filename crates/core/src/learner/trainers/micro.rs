@@ -4,7 +4,7 @@
 
 use tch::{Device, Tensor};
 
-use crate::batching::memory::{CpuMemory, CudaMemory, MemoryProbe};
+use crate::batching::memory::{CpuMemory, CudaMemory, MemoryProbe, SimulatedDevice};
 use crate::batching::{Dims, MicroBatchable};
 use crate::config::BatcherConfig;
 use crate::data::{Batch, ScoreInput, Tokens};
@@ -36,9 +36,10 @@ impl RecordDims {
     /// The provider for a batcher configuration, or an error naming a variable it cannot give.
     pub fn new(config: &BatcherConfig, path: &str) -> Result<Self> {
         let BatcherConfig::Predictive(p) = config else {
+            // Only a simulated memory device asks these batchers for dimensions.
             return Ok(RecordDims {
                 batch_size_variable: "bs".into(),
-                uses_length: false,
+                uses_length: true,
             });
         };
         if let Some(other) = p
@@ -165,9 +166,58 @@ pub(crate) fn probe_batch(template: &Batch, provider: &RecordDims, dims: &Dims) 
     })
 }
 
+/// The environment variable that replaces the memory probe with a simulated device, to test
+/// out-of-memory handling without a GPU: JSON `{"capacity": bytes, "formula": "a*bs",
+/// "coefficients": {"a": 1000}, "ranks": [1]}` (a record costs what the formula says, over the
+/// variables `bs` and `l`; `ranks`, when given, limits it to those `RANK`s).
+pub const SIMULATED_MEMORY_ENV: &str = "XPM_TORCH_SIMULATED_MEMORY";
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SimulatedSpec {
+    capacity: u64,
+    formula: String,
+    coefficients: std::collections::BTreeMap<String, f64>,
+    #[serde(default)]
+    ranks: Option<Vec<u64>>,
+}
+
+fn simulated(text: &str) -> Result<Option<Box<dyn MemoryProbe>>> {
+    let what = |m: String| Error::config(SIMULATED_MEMORY_ENV, m);
+    let spec: SimulatedSpec = serde_json::from_str(text).map_err(|e| what(e.to_string()))?;
+    let rank: u64 = std::env::var("RANK")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(0);
+    if spec.ranks.as_ref().is_some_and(|r| !r.contains(&rank)) {
+        return Ok(None);
+    }
+    let names: Vec<String> = spec.coefficients.keys().cloned().collect();
+    let formula =
+        crate::batching::Formula::parse(&spec.formula, &names, &["bs".into(), "l".into()])
+            .map_err(|e| e.at(SIMULATED_MEMORY_ENV))?;
+    let mut truth = crate::batching::CostModel::new(formula, "bs", SIMULATED_MEMORY_ENV)?;
+    // Sorted by name, as the model orders them, then the slot of the coefficient-free part.
+    let mut values: Vec<f64> = spec.coefficients.values().copied().collect();
+    values.push(1.0);
+    truth.set_coefficients(values)?;
+    Ok(Some(Box::new(SimulatedDevice::new(
+        spec.capacity,
+        0,
+        truth,
+        0.0,
+        rank,
+    ))))
+}
+
 /// The memory probe of `device`: libtorch's allocator on CUDA, the process's resident memory
-/// on the CPU.
+/// on the CPU — or the simulated device [`SIMULATED_MEMORY_ENV`] describes.
 pub(crate) fn memory_probe(device: Device) -> Result<Box<dyn MemoryProbe>> {
+    if let Ok(text) = std::env::var(SIMULATED_MEMORY_ENV) {
+        if let Some(probe) = simulated(&text)? {
+            return Ok(probe);
+        }
+    }
     Ok(match device {
         Device::Cuda(index) => Box::new(CudaMemory::new(index)?),
         _ => Box::new(CpuMemory::new(None)?),
