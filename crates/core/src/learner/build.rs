@@ -171,6 +171,7 @@ fn sampler(
 fn loss_trainer(
     config: &LossTrainerConfig,
     js: &Js,
+    shard: Shard,
     seed: u64,
     output: OutputType,
     path: &str,
@@ -188,13 +189,7 @@ fn loss_trainer(
         ));
     }
     let rng = Rng::derive(seed, &format!("{path}/sampler"));
-    let sampler = sampler(
-        &config.sampler,
-        js,
-        rng,
-        Shard::WHOLE,
-        &format!("{path}.sampler"),
-    )?;
+    let sampler = sampler(&config.sampler, js, rng, shard, &format!("{path}.sampler"))?;
     let losses = loss_set(&config.hooks, output, sampler.kind(), path)?;
     Ok(Box::new(LossTrainer {
         // `num_workers` batches are prepared ahead by one producer thread: the batches are the
@@ -211,12 +206,13 @@ fn loss_trainer(
 fn trainer(
     config: &TrainerConfig,
     js: &Js,
+    shard: Shard,
     seed: u64,
     output: OutputType,
     path: &str,
 ) -> Result<Box<dyn Trainer>> {
     match config {
-        TrainerConfig::Loss(t) => loss_trainer(t, js, seed, output, path),
+        TrainerConfig::Loss(t) => loss_trainer(t, js, shard, seed, output, path),
         TrainerConfig::Multiple(m) => {
             if !m.hooks.is_empty() {
                 return Err(unsupported(
@@ -230,7 +226,14 @@ fn trainer(
                 .map(|(name, t)| {
                     Ok((
                         name.clone(),
-                        trainer(t, js, seed, output, &format!("{path}.trainers.{name}"))?,
+                        trainer(
+                            t,
+                            js,
+                            shard,
+                            seed,
+                            output,
+                            &format!("{path}.trainers.{name}"),
+                        )?,
                     ))
                 })
                 .collect::<Result<Vec<_>>>()?;
@@ -432,7 +435,13 @@ pub(crate) fn js_hooks(config: &LearnerConfig) -> Vec<JsHookConfig> {
         .collect()
 }
 
-pub(crate) fn build(config: &LearnerConfig, runtime: &Runtime, js: &Js) -> Result<Run> {
+/// Builds the run of the process sampling `shard` of the training data (`Shard::WHOLE` alone).
+pub(crate) fn build(
+    config: &LearnerConfig,
+    runtime: &Runtime,
+    shard: Shard,
+    js: &Js,
+) -> Result<Run> {
     let seed = config.random.seed;
     let mut model = models::build(
         &config.model,
@@ -451,7 +460,7 @@ pub(crate) fn build(config: &LearnerConfig, runtime: &Runtime, js: &Js) -> Resul
     let model: Box<dyn Model> = Box::new(PlacedModel::new(model, runtime.clone())?);
 
     let output = model.output_type();
-    let trainer = trainer(&config.trainer, js, seed, output, "learner.trainer")?;
+    let trainer = trainer(&config.trainer, js, shard, seed, output, "learner.trainer")?;
     let optimizers = optimizers(config, model.as_ref(), &frozen)?;
     let gradient_hooks = config.hooks.iter().map(GradientHook::new).collect();
     let listeners = config
