@@ -28,6 +28,11 @@ use crate::models::Model;
 use crate::runtime::DDP;
 use crate::{Error, Result};
 
+/// Steps between two comparisons of the ranks' stop requests (see
+/// [`Distributed::agree_to_stop`]). With a small model the loop is bound by collective latency
+/// (the gradient all-reduce is the other one per step), so this check is not made every step.
+const STOP_CHECK_INTERVAL: u64 = 8;
+
 /// This process's place in the run, and its process group when there are several ranks.
 #[derive(Debug)]
 pub(crate) struct Distributed {
@@ -97,6 +102,23 @@ impl Distributed {
             Some(group) => group.any_flag(flag),
             None => Ok(flag),
         }
+    }
+
+    /// Whether the run stops before step `step` because some rank was asked to (a signal, an
+    /// abort). Alone: `asked` at once. With several ranks the ranks compare their requests only
+    /// every [`STOP_CHECK_INTERVAL`] steps, all at the same steps, sparing a collective per step;
+    /// a request stays set until then.
+    ///
+    /// # Errors
+    /// [`Error::Distributed`] when a peer died or hung.
+    pub fn agree_to_stop(&self, step: u64, asked: bool) -> Result<bool> {
+        if self.group.is_none() {
+            return Ok(asked);
+        }
+        if !step.is_multiple_of(STOP_CHECK_INTERVAL) {
+            return Ok(false);
+        }
+        self.any_flag(asked)
     }
 
     /// Replaces each gradient by its mean over the ranks.
@@ -232,5 +254,8 @@ mod tests {
         d.average_metrics(&mut metrics).unwrap();
         assert_eq!(metrics["loss"], 2.5);
         d.check_same_step(7).unwrap();
+        // Alone, a stop request is honoured at the very next step.
+        assert!(d.agree_to_stop(3, true).unwrap());
+        assert!(!d.agree_to_stop(8, false).unwrap());
     }
 }

@@ -117,7 +117,7 @@ pub fn learn(
         let started = Instant::now();
         let mut loss_sum = partial_loss.take();
         for done in first_step..config.steps_per_epoch {
-            if dist.any_flag(cancel.load(Ordering::Relaxed))? {
+            if dist.agree_to_stop(ctx.step, cancel.load(Ordering::Relaxed))? {
                 let at = Progress {
                     epoch: epoch - 1,
                     step: ctx.step,
