@@ -1,11 +1,13 @@
 // Data-parallel training through learn(): the launcher, Gloo on the CPU, rank-0 files.
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, readdirSync } from "node:fs";
+import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 import { describe, expect, it } from "vitest";
 
+import { DistributedError, fromNative } from "../ts/errors.js";
 import { repoRoot, userEnv } from "./helpers/node.js";
 import { readSafetensors } from "./helpers/safetensors.js";
 
@@ -45,6 +47,41 @@ function filesUnder(dir: string): string[] {
     .filter((e) => e.isFile())
     .map((e) => join(e.parentPath, e.name).slice(dir.length + 1));
 }
+
+/** A free loopback port for the rendezvous. */
+function freePort(): Promise<number> {
+  return new Promise((done) => {
+    const server = createServer().listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() => done(typeof address === "object" && address ? address.port : 0));
+    });
+  });
+}
+
+/** Starts one rank the way torchrun does: the rank environment set, not launched by learn(). */
+function torchrunRank(ws: string, rank: number, port: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((done) => {
+    const env = userEnv({ RANK: String(rank), LOCAL_RANK: String(rank), WORLD_SIZE: "2", LOCAL_WORLD_SIZE: "2", MASTER_ADDR: "127.0.0.1", MASTER_PORT: String(port) });
+    const child = spawn(process.execPath, [CHILD, ws, "2", "32", "1", "5"], { cwd: repoRoot, env });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    const bound = setTimeout(() => child.kill("SIGKILL"), 90_000);
+    child.on("exit", (code) => {
+      clearTimeout(bound);
+      done({ code, stdout, stderr });
+    });
+  });
+}
+
+describe("ddp errors", () => {
+  it("a distributed failure of the core is a DistributedError", () => {
+    const error = fromNative({ code: "ERR_DISTRIBUTED", message: "rank 0 of 2: all_reduce failed: rank 1 exited" });
+    expect(error).toBeInstanceOf(DistributedError);
+    expect(error.code).toBe("ERR_DISTRIBUTED");
+  });
+});
 
 describe("ddp through learn()", () => {
   it("2 processes × batch B reach the weights of 1 process × batch 2B, with one set of files", () => {
@@ -106,4 +143,18 @@ describe("ddp through learn()", () => {
     expect(filesUnder(ws).filter((f) => f.endsWith("learner.failed"))).toHaveLength(1);
     expect(filesUnder(ws).filter((f) => f.endsWith("learner.done"))).toHaveLength(0);
   }, 180_000);
+
+  it("under torchrun, rank 0 owns the job and the other rank joins it", async () => {
+    const ws = workspace();
+    const port = await freePort();
+    // Rank 1 first: it waits for rank 0's params.json before joining.
+    const [one, zero] = await Promise.all([torchrunRank(ws, 1, port), torchrunRank(ws, 0, port)]);
+    expect(zero.stderr).not.toMatch(/ERR_/);
+    expect([zero.code, one.code]).toEqual([0, 0]);
+    const result = JSON.parse(zero.stdout) as ChildResult;
+    expect(filesUnder(result.jobDir).filter((f) => f.endsWith("learner.done"))).toHaveLength(1);
+    expect(filesUnder(result.jobDir).filter((f) => f.endsWith(".lock"))).toHaveLength(0);
+    // Rank 1's result names no model: it wrote none.
+    expect((JSON.parse(one.stdout) as ChildResult).learned_model).toBeNull();
+  }, 120_000);
 });
