@@ -4,7 +4,9 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { createServer } from "node:net";
 
-import { XpmTorchError } from "./errors.js";
+import { DistributedError } from "./errors.js";
+
+export { DistributedError };
 
 /** Marks the worker processes started by {@link launchWorkers}. */
 export const LAUNCHED_ENV = "XPM_TORCH_LAUNCHED";
@@ -22,13 +24,6 @@ export interface RankInfo {
   readonly localRank: number;
   readonly worldSize: number;
   readonly localWorldSize: number;
-}
-
-/** A worker of a distributed run died or failed. */
-export class DistributedError extends XpmTorchError {
-  constructor(message: string) {
-    super("ERR_DISTRIBUTED", message);
-  }
 }
 
 const integer = (env: NodeJS.ProcessEnv, name: string): number | undefined => {

@@ -58,6 +58,16 @@ export class InterruptedError extends XpmTorchError {
   }
 }
 
+/**
+ * A distributed run failed: a rank died or hung, the rendezvous failed, or the launch
+ * environment is wrong. The message names the rank.
+ */
+export class DistributedError extends XpmTorchError {
+  constructor(message: string) {
+    super("ERR_DISTRIBUTED", message);
+  }
+}
+
 /** No usable libtorch 2.11 was found; the message says what to run. */
 export class LibtorchNotFoundError extends XpmTorchError {
   constructor(message: string) {
@@ -96,6 +106,8 @@ export function fromNative(error: NativeErrorPayload): XpmTorchError {
       return new CancelledError(error.message);
     case "ERR_INTERRUPTED":
       return new InterruptedError(error.message, error.checkpoint ?? "");
+    case "ERR_DISTRIBUTED":
+      return new DistributedError(error.message);
     default:
       return new XpmTorchError(error.code, error.message);
   }

@@ -1,3 +1,5 @@
+import { existsSync } from "node:fs";
+
 import type { ConfigOf } from "./config/class.js";
 import { CheckpointSettings } from "./config/classes/learner.js";
 import { ModuleLoader } from "./config/classes/module.js";
@@ -9,10 +11,11 @@ import { JS_DATASET, JS_HOOK, JS_LISTENER, JS_SAMPLER, type Wire, toWire } from 
 import { InMemoryLtrDataset } from "./config/classes/builtin.js";
 import { RecordStream, type SamplerKind, packRecords, packedDataset, samplerBehaviour } from "./samplers.js";
 import { type HookBehaviour, type HookState, hookBehaviour } from "./hooks.js";
-import { type NativeErrorPayload, fromNative } from "./errors.js";
+import { DistributedError, type NativeErrorPayload, fromNative } from "./errors.js";
 import { type ListenerBehaviour, type ListenerState, listenerBehaviour, toReply } from "./listeners.js";
 import { type NativeBinding, loadNative } from "./native.js";
 import { type ProgressDisplay, createProgressDisplay } from "./progress/display.js";
+import { LAUNCHED_ENV, type RankInfo, launchWorkers, processesPerNode, rankFromEnvironment } from "./distributed.js";
 import { type Job, acquireLock, defaultWorkspace, jobOf, markDone, markFailed, prepareJobDirectory, storedResult } from "./workspace/job.js";
 
 /** A Learner configuration, as `Learner.C({...})` returns it. */
@@ -307,27 +310,103 @@ async function train(config: LearnerConfig, job: Job, options: LearnOptions): Pr
   return result;
 }
 
-/**
- * Runs a Learner task in its job directory `<workspace>/jobs/<type id>/<identifier>/`. The loop
- * runs on a thread of its own in the Rust core; the Node event loop stays free meanwhile. A job
- * that already finished returns its stored result without training; a job running in another
- * process makes this call fail with JobLockedError.
- * @throws ConfigError, TorchError, InternalError, JobLockedError (all XpmTorchError).
- */
-export async function learn(config: LearnerConfig, options: LearnOptions = {}): Promise<LearnResult> {
-  const job = jobOf(config, options.workspace ?? defaultWorkspace());
-  const done = storedResult<StoredResult>(job);
-  if (done) return { ...done, jobDir: job.dir, identifier: job.identifier, cached: true, loaders: loadersOf(config, done) };
+/** How long ranks other than 0 wait for rank 0 to write params.json (under torchrun or SLURM). */
+const PARAMS_WAIT_MS = 300_000;
+
+async function waitForParams(job: Job, rank: number): Promise<void> {
+  const deadline = Date.now() + PARAMS_WAIT_MS;
+  while (!existsSync(job.paramsFile)) {
+    if (Date.now() > deadline) {
+      throw new DistributedError(`rank ${rank}: rank 0 did not prepare the job directory ${job.dir} within ${PARAMS_WAIT_MS / 1000} s (is it on a file system all nodes share?)`);
+    }
+    await new Promise((wake) => setTimeout(wake, 100));
+  }
+}
+
+/** Finishes a result for the caller. */
+function completed(config: LearnerConfig, job: Job, result: StoredResult, cached: boolean): LearnResult {
+  return { ...result, jobDir: job.dir, identifier: job.identifier, cached, loaders: loadersOf(config, result) };
+}
+
+/** The job as one process owns it: lock, params.json, training, done or failed marker. */
+async function runOwned(config: LearnerConfig, job: Job, work: () => Promise<StoredResult>): Promise<LearnResult> {
   const release = acquireLock(job);
   try {
     prepareJobDirectory(config, job);
-    const result = await train(config, job, options);
+    const result = await work();
     markDone(job, result);
-    return { ...result, jobDir: job.dir, identifier: job.identifier, cached: false, loaders: loadersOf(config, result) };
+    return completed(config, job, result, false);
   } catch (error) {
     markFailed(job, error);
     throw error;
   } finally {
     release();
   }
+}
+
+/**
+ * Starts this script again once per device (strategy `ddp`), waits for the workers and returns
+ * what rank 0 stored. Node 0 holds the lock and prepares the job; other nodes wait for it.
+ */
+async function launch(config: LearnerConfig, job: Job, perNode: number): Promise<LearnResult> {
+  const fabric = config.fabric_config;
+  const nodeRank = Number(process.env.NODE_RANK ?? process.env.GROUP_RANK ?? "0");
+  const workers = async (): Promise<StoredResult> => {
+    await launchWorkers(fabric, perNode);
+    const stored = storedResult<StoredResult>(job);
+    if (!stored) throw new DistributedError(`the workers exited without a result: rank 0 did not mark ${job.dir} done`);
+    return stored;
+  };
+  if (nodeRank !== 0) {
+    await waitForParams(job, nodeRank * perNode);
+    await launchWorkers(fabric, perNode);
+    const stored = storedResult<StoredResult>(job);
+    if (!stored) throw new DistributedError(`node ${nodeRank}: the run ended without a result from rank 0`);
+    return completed(config, job, stored, false);
+  }
+  return runOwned(config, job, workers);
+}
+
+/**
+ * One rank of a distributed run. Started by {@link launch}: the launcher owns the job, and rank 0
+ * only marks it done. Started by torchrun or SLURM: rank 0 owns the job; the others wait for its
+ * params.json. Ranks other than 0 never touch the job state and show no progress.
+ */
+async function asRank(config: LearnerConfig, job: Job, options: LearnOptions, rank: RankInfo): Promise<LearnResult> {
+  const launched = process.env[LAUNCHED_ENV] === "1";
+  const workerOptions = rank.rank === 0 ? options : { ...options, quiet: true };
+  if (rank.rank === 0 && !launched) return runOwned(config, job, () => train(config, job, workerOptions));
+  if (rank.rank !== 0 && !launched) await waitForParams(job, rank.rank);
+  const result = await train(config, job, workerOptions);
+  if (rank.rank === 0) markDone(job, result);
+  return completed(config, job, result, false);
+}
+
+/**
+ * Runs a Learner task in its job directory `<workspace>/jobs/<type id>/<identifier>/`. The loop
+ * runs on a thread of its own in the Rust core; the Node event loop stays free meanwhile. A job
+ * that already finished returns its stored result without training; a job running in another
+ * process makes this call fail with JobLockedError.
+ *
+ * With `fabric_config.strategy: "ddp"` and more than one process in all (`devices` per node
+ * times `num_nodes`), the calling process becomes the launcher: it holds the job, runs this same
+ * script again once per device with the rank environment (RANK, LOCAL_RANK, WORLD_SIZE,
+ * LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT), and resolves to what rank 0 stored. Under torchrun
+ * or SLURM (rank environment already set) each process is one rank. Rank 0 alone writes logs,
+ * checkpoints and models; the epoch metrics are averaged over the ranks.
+ * @throws ConfigError, TorchError, InternalError, JobLockedError, DistributedError (all XpmTorchError).
+ */
+export async function learn(config: LearnerConfig, options: LearnOptions = {}): Promise<LearnResult> {
+  const job = jobOf(config, options.workspace ?? defaultWorkspace());
+  const rank = rankFromEnvironment();
+  const worker = rank !== undefined && rank.worldSize > 1 && config.fabric_config.strategy === "ddp";
+  if (!worker) {
+    const done = storedResult<StoredResult>(job);
+    if (done) return completed(config, job, done, true);
+  }
+  if (worker) return asRank(config, job, options, rank);
+  const fabric = config.fabric_config;
+  const perNode = processesPerNode(fabric);
+  if (fabric.strategy === "ddp" && perNode * fabric.num_nodes > 1 && rank === undefined) return launch(config, job, perNode);
+  return runOwned(config, job, () => train(config, job, options));
 }

@@ -176,6 +176,7 @@ fn loss_trainer(
     config: &LossTrainerConfig,
     device: tch::Device,
     js: &Js,
+    shard: Shard,
     seed: u64,
     output: OutputType,
     path: &str,
@@ -193,13 +194,7 @@ fn loss_trainer(
         ));
     }
     let rng = Rng::derive(seed, &format!("{path}/sampler"));
-    let sampler = sampler(
-        &config.sampler,
-        js,
-        rng,
-        Shard::WHOLE,
-        &format!("{path}.sampler"),
-    )?;
+    let sampler = sampler(&config.sampler, js, rng, shard, &format!("{path}.sampler"))?;
     let losses = loss_set(&config.hooks, output, sampler.kind(), path)?;
     let batcher_path = format!("{path}.batcher");
     let batcher = Batcher::new(
@@ -226,12 +221,13 @@ fn trainer(
     config: &TrainerConfig,
     device: tch::Device,
     js: &Js,
+    shard: Shard,
     seed: u64,
     output: OutputType,
     path: &str,
 ) -> Result<Box<dyn Trainer>> {
     match config {
-        TrainerConfig::Loss(t) => loss_trainer(t, device, js, seed, output, path),
+        TrainerConfig::Loss(t) => loss_trainer(t, device, js, shard, seed, output, path),
         TrainerConfig::Multiple(m) => {
             if !m.hooks.is_empty() {
                 return Err(unsupported(
@@ -249,6 +245,7 @@ fn trainer(
                             t,
                             device,
                             js,
+                            shard,
                             seed,
                             output,
                             &format!("{path}.trainers.{name}"),
@@ -454,7 +451,13 @@ pub(crate) fn js_hooks(config: &LearnerConfig) -> Vec<JsHookConfig> {
         .collect()
 }
 
-pub(crate) fn build(config: &LearnerConfig, runtime: &Runtime, js: &Js) -> Result<Run> {
+/// Builds the run of the process sampling `shard` of the training data (`Shard::WHOLE` alone).
+pub(crate) fn build(
+    config: &LearnerConfig,
+    runtime: &Runtime,
+    shard: Shard,
+    js: &Js,
+) -> Result<Run> {
     let seed = config.random.seed;
     let mut model = models::build(
         &config.model,
@@ -477,6 +480,7 @@ pub(crate) fn build(config: &LearnerConfig, runtime: &Runtime, js: &Js) -> Resul
         &config.trainer,
         runtime.device,
         js,
+        shard,
         seed,
         output,
         "learner.trainer",

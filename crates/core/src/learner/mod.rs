@@ -3,6 +3,7 @@
 pub(crate) mod build;
 mod checkpoint;
 mod context;
+mod distributed;
 mod hooks;
 mod listeners;
 mod metrics;

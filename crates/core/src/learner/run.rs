@@ -9,9 +9,11 @@ use super::build::{build, js_hooks, Run};
 use super::checkpoint::{
     checkpoint_dirs, load_checkpoint, model_file, save_checkpoint, save_model_dir, Progress,
 };
+use super::distributed::Distributed;
 use super::listeners::{ListenerStatus, ListenerView};
 use super::{EpochReport, LearnOutput, Observer, StepProgress, TrainerContext};
 use crate::config::{JsHookKind, LearnerConfig};
+use crate::data::Shard;
 use crate::runtime::Runtime;
 use crate::{Error, Result};
 
@@ -21,10 +23,16 @@ const INTERRUPTED: &str = "interrupted";
 /// Runs a whole training on the calling thread, continuing from the newest complete checkpoint
 /// in the learner's checkpoint directory when there is one.
 ///
+/// With `fabric_config.strategy: "ddp"` and a launch environment of several ranks (`RANK`,
+/// `WORLD_SIZE`, ... as set by `learn()` in TypeScript, torchrun or SLURM), this process joins
+/// the others first and trains data-parallel; see `learner/distributed.rs` for what the ranks
+/// share and that only rank 0 writes files.
+///
 /// # Errors
 /// Configuration problems found while building, libtorch errors, non-finite losses or
 /// gradients, observer errors, and [`Error::Cancelled`] when `cancel` is set (checked between
 /// steps; a checkpoint is written first, so that running again resumes from there).
+/// [`Error::Distributed`] when a rank fails or the rendezvous does.
 pub fn learn(
     config: &LearnerConfig,
     observer: &mut dyn Observer,
@@ -39,6 +47,13 @@ pub fn learn(
     }
     // On this (the training) thread: the thread count is per thread.
     runtime.apply()?;
+    // Before anything random-dependent is built: the samplers need this rank's shard.
+    let (dist, dist_warnings) = Distributed::join(&config.fabric_config)?;
+    for message in dist_warnings {
+        observer.warning(&message);
+        warnings.push(message);
+    }
+    let shard = dist.shard()?;
     let hooks = js_hooks(config);
     let (init_hooks, step_hooks): (Vec<_>, Vec<_>) = hooks
         .iter()
@@ -54,11 +69,21 @@ pub fn learn(
     let (mut run, progress, resumed_from) = resume(
         config,
         &runtime,
+        shard,
         checkpoints.as_deref(),
         observer,
         &mut warnings,
     )?;
-    let mut ctx = TrainerContext::new(config.logpath.as_ref().map(PathBuf::from));
+    dist.check_same_step(progress.step)?;
+    if let Some(message) = dist.broadcast_parameters(run.model.as_ref())? {
+        observer.warning(&message);
+        warnings.push(message);
+    }
+    if !dist.is_writer() {
+        mute_listener_files(&mut run);
+    }
+    let logdir = config.logpath.as_ref().filter(|_| dist.is_writer());
+    let mut ctx = TrainerContext::new(logdir.map(PathBuf::from));
     ctx.set_loss_scale(run.scaler.as_ref().map(|s| s.scale().shallow_clone()));
     ctx.step = progress.step;
     ctx.restore_metrics(&progress.partial_metrics);
@@ -95,7 +120,7 @@ pub fn learn(
         let started = Instant::now();
         let mut loss_sum = partial_loss.take();
         for done in first_step..config.steps_per_epoch {
-            if cancel.load(Ordering::Relaxed) {
+            if dist.agree_to_stop(ctx.step, cancel.load(Ordering::Relaxed))? {
                 let at = Progress {
                     epoch: epoch - 1,
                     step: ctx.step,
@@ -108,7 +133,8 @@ pub fn learn(
                     history: output.epochs.clone(),
                     checkpoints: output.checkpoints.clone(),
                 };
-                return Err(interrupt(&run, &at, checkpoints.as_deref()));
+                let root = checkpoints.as_deref().filter(|_| dist.is_writer());
+                return Err(interrupt(&run, &at, root));
             }
             let before = StepProgress {
                 epoch,
@@ -118,7 +144,7 @@ pub fn learn(
             for hook in &step_hooks {
                 observer.js_hook(&hook.key, "before", before)?;
             }
-            let loss = train_step(&mut run, &mut ctx)?;
+            let loss = train_step(&mut run, &mut ctx, &dist)?;
             report_warnings(&mut ctx, observer, &mut warnings);
             loss_sum = Some(match loss_sum {
                 Some(sum) => sum.f_add(&loss)?,
@@ -143,20 +169,24 @@ pub fn learn(
         let steps_here = config.steps_per_epoch - first_step;
         first_step = 0;
         let steps_per_second = steps_here as f64 / started.elapsed().as_secs_f64().max(1e-9);
-        let loss = match &loss_sum {
+        let mut loss = match &loss_sum {
             Some(sum) => {
                 sum.f_to_kind(Kind::Double)?.f_double_value(&[])? / config.steps_per_epoch as f64
             }
             None => f64::NAN,
         };
+        let mut train = ctx.take_metrics()?;
+        train.insert("iter_per_seconds".into(), steps_per_second);
+        // Averaged over the ranks: each saw an equal share of every batch.
+        train.insert(EPOCH_LOSS.into(), loss);
+        dist.average_metrics(&mut train)?;
+        loss = train.remove(EPOCH_LOSS).unwrap_or(loss);
         if !loss.is_finite() {
             return Err(Error::NonFinite {
                 step: ctx.step,
                 what: format!("the training loss of epoch {epoch} is {loss}"),
             });
         }
-        let mut train = ctx.take_metrics()?;
-        train.insert("iter_per_seconds".into(), steps_per_second);
         for (key, value) in &train {
             ctx.log_scalar(&format!("train/{key}"), *value)?;
         }
@@ -194,14 +224,19 @@ pub fn learn(
         };
         observer.on_epoch(&report)?;
         output.epochs.push(report);
-        let stop = status == ListenerStatus::Stop;
+        // Every rank validated the same weights; agreeing still guards against a listener
+        // that decides from something rank-local (a TypeScript listener, a timer).
+        let stop = dist.any_flag(status == ListenerStatus::Stop)?;
+        if stop && stoppers.is_empty() {
+            stoppers.push("of another rank".to_string());
+        }
         if stop {
             output.stopped = Some(format!(
                 "stopped after epoch {epoch} by listener(s) {}",
                 stoppers.join(", ")
             ));
         }
-        if let Some(dir) = &checkpoints {
+        if let Some(dir) = checkpoints.as_ref().filter(|_| dist.is_writer()) {
             // The last epoch is always saved, whether on the interval or not (the reference
             // leaves `last/` stale then).
             if epoch.is_multiple_of(config.checkpoint_interval)
@@ -251,12 +286,13 @@ pub fn learn(
 fn resume(
     config: &LearnerConfig,
     runtime: &Runtime,
+    shard: Shard,
     root: Option<&Path>,
     observer: &mut dyn Observer,
     warnings: &mut Vec<String>,
 ) -> Result<(Run, Progress, Option<String>)> {
     let js = observer.js_data();
-    let mut run = build(config, runtime, &js)?;
+    let mut run = build(config, runtime, shard, &js)?;
     let empty = Progress {
         epoch: 0,
         step: 0,
@@ -282,7 +318,7 @@ fn resume(
                 observer.warning(&message);
                 warnings.push(message);
                 // A failed restore may have changed some of the run: start from a fresh one.
-                run = build(config, runtime, &js)?;
+                run = build(config, runtime, shard, &js)?;
             }
         }
     }
@@ -344,6 +380,18 @@ fn remove_superseded_interrupt(root: &Path) -> Result<()> {
 /// The metric of the loss scale (`train/gradient/scaler` once logged).
 const SCALER_METRIC: &str = "gradient/scaler";
 
+/// Where the epoch loss rides along with the training metrics while they are averaged over
+/// the ranks (a name no metric takes).
+const EPOCH_LOSS: &str = "\u{0}epoch-loss";
+
+/// On ranks other than 0: listeners keep validating and voting, but write no best model and
+/// no info file (rank 0 writes them).
+fn mute_listener_files(run: &mut Run) {
+    for listener in &mut run.listeners {
+        listener.mute_files();
+    }
+}
+
 fn optimized_parameters(run: &Run) -> Vec<Tensor> {
     run.optimizers
         .parameter_groups()
@@ -360,21 +408,28 @@ fn report_warnings(ctx: &mut TrainerContext, observer: &mut dyn Observer, into: 
     }
 }
 
-/// One optimizer step; returns the step's (detached) weighted loss. With a loss scaler the
-/// gradients are unscaled before the gradient hooks see them, and a step whose gradients are
-/// not finite is skipped (the schedules still advance).
-fn train_step(run: &mut Run, ctx: &mut TrainerContext) -> Result<Tensor> {
+/// One optimizer step; returns the step's (detached) weighted loss. Under DDP the gradients
+/// are averaged over the ranks right after the backward. With a loss scaler the gradients are
+/// unscaled before the gradient hooks see them, and a step whose gradients are not finite (on
+/// any rank) is skipped by all ranks (the schedules still advance).
+fn train_step(run: &mut Run, ctx: &mut TrainerContext, dist: &Distributed) -> Result<Tensor> {
     run.optimizers.zero_grad()?;
     let loss = run.trainer.process_step(run.model.as_ref(), ctx)?;
-    let params = if run.scaler.is_some() || !run.gradient_hooks.is_empty() {
+    let distributed = dist.world() > 1;
+    let params = if run.scaler.is_some() || !run.gradient_hooks.is_empty() || distributed {
         optimized_parameters(run)
     } else {
         Vec::new()
     };
+    dist.average_gradients(&params)?;
     let finite = match &mut run.scaler {
         Some(scaler) => {
             ctx.add_value(SCALER_METRIC, scaler.scale_value()?)?;
-            let finite = scaler.unscale(&params)?;
+            let local = scaler.unscale(&params)?;
+            let finite = !dist.any_flag(!local)?;
+            if local && !finite {
+                scaler.record_non_finite()?;
+            }
             scaler.update()?;
             finite
         }
@@ -590,7 +645,7 @@ mod tests {
     fn run_with_scaler(dir: &Path) -> (LearnerConfig, Run) {
         let config = config_in(dir);
         let (runtime, _) = Runtime::from_config(&config.fabric_config).unwrap();
-        let mut run = build(&config, &runtime, &None).unwrap();
+        let mut run = build(&config, &runtime, Shard::WHOLE, &None).unwrap();
         // The scaler logic of 16-mixed, on the CPU.
         run.scaler = Some(crate::runtime::LossScaler::new(tch::Device::Cpu).unwrap());
         (config, run)
@@ -608,14 +663,14 @@ mod tests {
         // Injected: the backpropagated loss is multiplied by infinity.
         ctx.set_loss_scale(Some(Tensor::from(f32::INFINITY)));
         let before = weights(&run);
-        let _ = train_step(&mut run, &mut ctx).unwrap();
+        let _ = train_step(&mut run, &mut ctx, &Distributed::single()).unwrap();
         let after = weights(&run);
         assert!(before.iter().zip(&after).all(|(a, b)| a.equal(b)));
         assert_eq!(scale.double_value(&[]), 32768.0);
         assert_eq!(run.optimizers.learning_rates().len(), 1);
         // A normal step with the (halved) scale updates the weights with unscaled gradients.
         ctx.set_loss_scale(Some(scale.shallow_clone()));
-        let _ = train_step(&mut run, &mut ctx).unwrap();
+        let _ = train_step(&mut run, &mut ctx, &Distributed::single()).unwrap();
         assert!(before.iter().zip(&weights(&run)).any(|(a, b)| !a.equal(b)));
         let train = ctx.take_metrics().unwrap();
         assert_eq!(train[SCALER_METRIC], (65536.0 + 32768.0) / 2.0);
@@ -626,15 +681,15 @@ mod tests {
     fn scaled_and_unscaled_steps_give_the_same_weights() {
         let (config, mut scaled) = run_with_scaler(&scratch_dir());
         let (runtime, _) = Runtime::from_config(&config.fabric_config).unwrap();
-        let mut plain = build(&config, &runtime, &None).unwrap();
+        let mut plain = build(&config, &runtime, Shard::WHOLE, &None).unwrap();
         let mut ctx_scaled = TrainerContext::new(None);
         ctx_scaled.set_loss_scale(Some(
             scaled.scaler.as_ref().unwrap().scale().shallow_clone(),
         ));
         let mut ctx_plain = TrainerContext::new(None);
         for _ in 0..3 {
-            let _ = train_step(&mut scaled, &mut ctx_scaled).unwrap();
-            let _ = train_step(&mut plain, &mut ctx_plain).unwrap();
+            let _ = train_step(&mut scaled, &mut ctx_scaled, &Distributed::single()).unwrap();
+            let _ = train_step(&mut plain, &mut ctx_plain, &Distributed::single()).unwrap();
         }
         // Scaling by a power of two and back is exact.
         for (a, b) in weights(&scaled).iter().zip(&weights(&plain)) {
@@ -669,7 +724,7 @@ mod tests {
         assert_eq!(fresh.scaler.as_ref().unwrap().state().unwrap(), state);
         // A checkpoint without scaler state does not fit a run that needs one.
         let (runtime, _) = Runtime::from_config(&config.fabric_config).unwrap();
-        let plain = build(&config, &runtime, &None).unwrap();
+        let plain = build(&config, &runtime, Shard::WHOLE, &None).unwrap();
         let other = dir.join("checkpoints").join("epoch-00000002");
         save_checkpoint(&plain, &at, &other).unwrap();
         let err = load_checkpoint(&mut fresh, &other).unwrap_err();

@@ -112,6 +112,16 @@ impl LossScaler {
         Ok(self.found_inf.f_double_value(&[])? == 0.0)
     }
 
+    /// Makes the next [`LossScaler::update`] act as if the last unscale found non-finite
+    /// gradients: under DDP, when another rank found some, all ranks skip and back off together.
+    ///
+    /// # Errors
+    /// A libtorch error.
+    pub fn record_non_finite(&mut self) -> Result<()> {
+        let _ = self.found_inf.f_fill_(1.0)?;
+        Ok(())
+    }
+
     /// Moves the scale after a step, from the last [`LossScaler::unscale`]'s finding: halved
     /// (by default) after non-finite gradients, doubled after `growth_interval` finite steps.
     ///

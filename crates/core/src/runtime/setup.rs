@@ -11,6 +11,9 @@ use crate::{Error, Result};
 /// Where the run's `FabricConfiguration` sits in the learner configuration.
 pub const FABRIC_PATH: &str = "learner.fabric_config";
 
+/// The `strategy` of distributed data-parallel runs.
+pub const DDP: &str = "ddp";
+
 /// The environment variable libtorch (OpenMP) already reads for its thread count; when it is
 /// set and `num_threads` is not, it is left to decide.
 const OMP_NUM_THREADS: &str = "OMP_NUM_THREADS";
@@ -39,7 +42,7 @@ impl Runtime {
     /// # Errors
     /// [`Error::Config`] naming `learner.fabric_config.<field>`: an unknown precision,
     /// accelerator or device request, CUDA requested but absent, `16-mixed` without CUDA,
-    /// several devices (a distributed strategy is needed), zero threads.
+    /// several devices without strategy `ddp`, `ddp` on CUDA (no NCCL yet), zero threads.
     pub fn from_config(config: &FabricConfiguration) -> Result<(Runtime, Vec<String>)> {
         Self::for_hardware(config, Hardware::detect())
     }
@@ -61,16 +64,25 @@ impl Runtime {
             None => precision.default_matmul_precision(),
         };
         let devices = resolve_devices(&config.accelerator, &config.devices, hardware, FABRIC_PATH)?;
-        if devices.len() > 1 {
+        let ddp = config.strategy == DDP;
+        if devices.len() > 1 && !ddp {
             return Err(Error::config(
                 path("devices"),
                 format!(
-                    "{} devices need a distributed strategy, which this core does not run \
-                     yet; ask for one device",
+                    "{} devices need strategy \"ddp\" (one process per device); set it, or \
+                     ask for one device",
                     devices.len()
                 ),
             ));
         }
+        if ddp && devices.iter().any(|d| *d != Device::Cpu) {
+            return Err(Error::config(
+                path("strategy"),
+                "ddp on CUDA needs the NCCL backend, which this core does not have yet; use \
+                 accelerator \"cpu\" (Gloo) or a single device",
+            ));
+        }
+        // Under ddp every process trains on one of the devices: the CPU, for now.
         let device = devices[0];
         if precision == Precision::Mixed16 && device == Device::Cpu {
             return Err(Error::config(
@@ -268,14 +280,33 @@ mod tests {
     }
 
     #[test]
+    fn ddp_on_cuda_is_a_clear_error_until_there_is_nccl() {
+        let mut c = fabric("32-true", "cuda");
+        c.strategy = "ddp".into();
+        c.devices = "2".into();
+        let hw = Hardware { cuda_devices: 2 };
+        let text = Runtime::for_hardware(&c, hw).unwrap_err().to_string();
+        assert!(
+            text.starts_with("learner.fabric_config.strategy: ddp on CUDA needs the NCCL"),
+            "{text}"
+        );
+        c.devices = "1".into();
+        assert!(Runtime::for_hardware(&c, hw).is_err());
+    }
+
+    #[test]
     fn several_devices_and_zero_threads_are_rejected() {
         let mut c = fabric("32-true", "cpu");
         c.devices = "2".into();
         let text = Runtime::for_hardware(&c, CPU_ONLY).unwrap_err().to_string();
         assert!(
-            text.starts_with("learner.fabric_config.devices: 2 devices need"),
+            text.starts_with("learner.fabric_config.devices: 2 devices need strategy \"ddp\""),
             "{text}"
         );
+        c.strategy = "ddp".into();
+        let (rt, _) = Runtime::for_hardware(&c, CPU_ONLY).unwrap();
+        assert_eq!(rt.devices, [Device::Cpu, Device::Cpu]);
+        assert_eq!(rt.device, Device::Cpu);
         let mut c = fabric("32-true", "cpu");
         c.num_threads = Some(0);
         assert!(Runtime::for_hardware(&c, CPU_ONLY).is_err());

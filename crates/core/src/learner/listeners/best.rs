@@ -40,6 +40,11 @@ impl BestTracker {
         }
     }
 
+    /// Keeps tracking, without saving models (another rank saves them).
+    pub fn mute(&mut self) {
+        self.model_path = None;
+    }
+
     /// Continues from a saved best.
     pub fn restore(&mut self, state: &serde_json::Value) -> Result<()> {
         self.best = serde_json::from_value(state.clone())

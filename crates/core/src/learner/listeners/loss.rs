@@ -73,4 +73,9 @@ impl Listener for ValidationLoss {
     fn restore(&mut self, state: &serde_json::Value) -> Result<()> {
         self.tracker.restore(state)
     }
+
+    fn mute_files(&mut self) {
+        self.tracker.mute();
+        self.schedule.info = None;
+    }
 }

@@ -83,4 +83,7 @@ pub(crate) trait Listener: Send {
     fn restore(&mut self, _state: &serde_json::Value) -> Result<()> {
         Ok(())
     }
+    /// Stops writing files (best models, info files) while still validating and voting: on
+    /// the ranks other than 0 of a distributed run, where rank 0 writes them.
+    fn mute_files(&mut self) {}
 }

@@ -100,6 +100,13 @@ impl Listener for RankingValidation {
         }
         Ok(())
     }
+
+    fn mute_files(&mut self) {
+        for tracker in self.trackers.values_mut() {
+            tracker.mute();
+        }
+        self.schedule.info = None;
+    }
 }
 
 /// Builds the trackers: every metric is tracked; kept ones save their best model.

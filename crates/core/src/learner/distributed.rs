@@ -1,0 +1,261 @@
+//! The learner's view of a data-parallel run: whether this process is one of several ranks, and
+//! the few collectives the loop needs. On a single process every helper is a no-op, so the loop
+//! reads the same either way.
+//!
+//! How a run with `strategy: "ddp"` behaves:
+//! - every rank builds the same model from the same seed; rank 0's parameters are broadcast once
+//!   after building (and after resuming), as PyTorch's DDP does;
+//! - samplers take every `world`-th position of the same shuffled pass from their `rank`;
+//! - after each step's backward the gradients are averaged over the ranks (each rank's loss is a
+//!   mean over its own equal share of the batch, so the mean is the whole batch's gradient);
+//! - skipped steps (non-finite gradients under a loss scaler), interruption and early stopping are
+//!   decided by all ranks together through [`Distributed::any_flag`];
+//! - the training metrics of an epoch are averaged over the ranks;
+//! - every rank validates (with the same weights); only rank 0 writes TensorBoard logs,
+//!   checkpoints, the learned model, best models and listener info files; every rank reads the
+//!   checkpoint when resuming, and all check that they resumed from the same step.
+
+use std::collections::BTreeMap;
+
+use tch::Tensor;
+
+use crate::config::FabricConfiguration;
+use crate::data::Shard;
+use crate::distributed::{
+    Backend, DistEnv, DistributedError, GradReduction, ProcessGroup, ReduceOp, DEFAULT_TIMEOUT,
+};
+use crate::models::Model;
+use crate::runtime::DDP;
+use crate::{Error, Result};
+
+/// Steps between two comparisons of the ranks' stop requests (see
+/// [`Distributed::agree_to_stop`]). With a small model the loop is bound by collective latency
+/// (the gradient all-reduce is the other one per step), so this check is not made every step.
+const STOP_CHECK_INTERVAL: u64 = 8;
+
+/// This process's place in the run, and its process group when there are several ranks.
+#[derive(Debug)]
+pub(crate) struct Distributed {
+    group: Option<ProcessGroup>,
+}
+
+impl Distributed {
+    /// A lone process.
+    pub fn single() -> Self {
+        Distributed { group: None }
+    }
+
+    /// Joins the process group when `fabric` asks for `ddp` and the launch environment holds
+    /// more than one rank; a lone process otherwise. Returns warnings to report as well.
+    ///
+    /// # Errors
+    /// [`Error::Distributed`] when the environment is malformed or the rendezvous fails.
+    pub fn join(fabric: &FabricConfiguration) -> Result<(Self, Vec<String>)> {
+        if fabric.strategy != DDP {
+            return Ok((Self::single(), Vec::new()));
+        }
+        let env = DistEnv::from_env()?;
+        if !env.is_distributed() {
+            let warning = "learner.fabric_config.strategy is \"ddp\" but this process runs \
+                           alone (no RANK/WORLD_SIZE above 1 in its environment): training on \
+                           one process; learn() from TypeScript starts the workers"
+                .to_string();
+            return Ok((Self::single(), vec![warning]));
+        }
+        let group = ProcessGroup::new(&env, Backend::Gloo, DEFAULT_TIMEOUT)?;
+        Ok((Distributed { group: Some(group) }, Vec::new()))
+    }
+
+    /// This process's rank (0 alone).
+    pub fn rank(&self) -> usize {
+        self.group.as_ref().map_or(0, ProcessGroup::rank)
+    }
+
+    /// The number of ranks (1 alone).
+    pub fn world(&self) -> usize {
+        self.group.as_ref().map_or(1, ProcessGroup::world_size)
+    }
+
+    /// Whether this process writes the run's files (logs, checkpoints, models): rank 0.
+    pub fn is_writer(&self) -> bool {
+        self.rank() == 0
+    }
+
+    /// The part of the training data this rank samples.
+    ///
+    /// # Errors
+    /// Never in practice (the group's rank is below its world).
+    pub fn shard(&self) -> Result<Shard> {
+        Shard::new(self.rank(), self.world())
+    }
+
+    /// Whether any rank passed `true` (the same answer everywhere); `flag` alone.
+    ///
+    /// This is the one place where the ranks agree on a branch. It decides skipped steps,
+    /// interruption and early stopping; an out-of-memory on one rank (once micro-batching
+    /// recovers from it) must go through it too, so that all ranks shrink or fail together.
+    ///
+    /// # Errors
+    /// [`Error::Distributed`] when a peer died or hung.
+    pub fn any_flag(&self, flag: bool) -> Result<bool> {
+        match &self.group {
+            Some(group) => group.any_flag(flag),
+            None => Ok(flag),
+        }
+    }
+
+    /// Whether the run stops before step `step` because some rank was asked to (a signal, an
+    /// abort). Alone: `asked` at once. With several ranks the ranks compare their requests only
+    /// every [`STOP_CHECK_INTERVAL`] steps, all at the same steps, sparing a collective per step;
+    /// a request stays set until then.
+    ///
+    /// # Errors
+    /// [`Error::Distributed`] when a peer died or hung.
+    pub fn agree_to_stop(&self, step: u64, asked: bool) -> Result<bool> {
+        if self.group.is_none() {
+            return Ok(asked);
+        }
+        if !step.is_multiple_of(STOP_CHECK_INTERVAL) {
+            return Ok(false);
+        }
+        self.any_flag(asked)
+    }
+
+    /// Replaces each gradient by its mean over the ranks.
+    ///
+    /// # Errors
+    /// [`Error::Distributed`].
+    pub fn average_gradients(&self, params: &[Tensor]) -> Result<()> {
+        match &self.group {
+            Some(group) => group.all_reduce_gradients_with(params, GradReduction::Mean),
+            None => Ok(()),
+        }
+    }
+
+    /// Gives every rank rank 0's parameters. Built from the same seed they should already be
+    /// equal; returns a warning when they were not (a model whose initialisation is not
+    /// deterministic, or a rank that resumed differently).
+    ///
+    /// # Errors
+    /// [`Error::Distributed`], or a libtorch error.
+    pub fn broadcast_parameters(&self, model: &dyn Model) -> Result<Option<String>> {
+        let Some(group) = &self.group else {
+            return Ok(None);
+        };
+        let _no_grad = tch::no_grad_guard();
+        let mut params: Vec<Tensor> = Vec::new();
+        for p in model.named_parameters() {
+            if !params.iter().any(|t| t.data_ptr() == p.tensor.data_ptr()) {
+                params.push(p.tensor);
+            }
+        }
+        let received = params
+            .iter()
+            .map(|p| {
+                let mut copy = p.f_zeros_like()?;
+                copy.f_copy_(p)?;
+                Ok(copy)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        group.broadcast(&received, 0)?;
+        let mut differed = false;
+        for (param, theirs) in params.iter().zip(&received) {
+            if !param.f_equal(theirs)? {
+                differed = true;
+                param.f_detach()?.f_copy_(theirs)?;
+            }
+        }
+        let anywhere = group.any_flag(differed)?;
+        Ok(anywhere.then(|| {
+            "the ranks built different initial weights; rank 0's are used (is the model's \
+             initialisation deterministic?)"
+                .to_string()
+        }))
+    }
+
+    /// Replaces each metric by its mean over the ranks. Every rank must hold the same metric
+    /// names (they do: the same trainers log the same metrics).
+    ///
+    /// # Errors
+    /// [`Error::Distributed`] when the ranks' metric names differ or a peer failed.
+    pub fn average_metrics(&self, metrics: &mut BTreeMap<String, f64>) -> Result<()> {
+        let Some(group) = &self.group else {
+            return Ok(());
+        };
+        let names = metrics.len() as i64;
+        let layout = Tensor::f_from_slice(&[names, -names])?;
+        group.all_reduce(std::slice::from_ref(&layout), ReduceOp::Max)?;
+        let agreed = Vec::<i64>::try_from(&layout)?;
+        if agreed != [names, -names] {
+            return Err(self.disagreement(format!(
+                "the ranks logged between {} and {} training metrics (this rank: {names})",
+                -agreed[1], agreed[0]
+            )));
+        }
+        let values: Vec<f64> = metrics.values().copied().collect();
+        let sums = Tensor::f_from_slice(&values)?;
+        group.all_reduce(std::slice::from_ref(&sums), ReduceOp::Sum)?;
+        let sums = Vec::<f64>::try_from(&sums)?;
+        let world = self.world() as f64;
+        for (value, sum) in metrics.values_mut().zip(sums) {
+            *value = sum / world;
+        }
+        Ok(())
+    }
+
+    /// Checks that every rank stands at rank 0's global `step` (after resuming: all read the
+    /// same checkpoint).
+    ///
+    /// # Errors
+    /// [`Error::Distributed`] when they do not.
+    pub fn check_same_step(&self, step: u64) -> Result<()> {
+        let Some(group) = &self.group else {
+            return Ok(());
+        };
+        let mine = i64::try_from(step).unwrap_or(i64::MAX);
+        let steps = Tensor::f_from_slice(&[mine, -mine])?;
+        group.all_reduce(std::slice::from_ref(&steps), ReduceOp::Max)?;
+        let agreed = Vec::<i64>::try_from(&steps)?;
+        if agreed != [mine, -mine] {
+            return Err(self.disagreement(format!(
+                "the ranks resumed at different steps (between {} and {}; this rank: {mine}); \
+                 every rank must see the same checkpoint directory",
+                -agreed[1], agreed[0]
+            )));
+        }
+        Ok(())
+    }
+
+    fn disagreement(&self, message: String) -> Error {
+        DistributedError::Collective {
+            rank: self.rank(),
+            world: self.world(),
+            operation: "all_reduce",
+            dead_ranks: Vec::new(),
+            message,
+        }
+        .into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_single_process_agrees_with_itself() {
+        let d = Distributed::single();
+        assert_eq!((d.rank(), d.world()), (0, 1));
+        assert!(d.is_writer());
+        assert_eq!(d.shard().unwrap(), Shard::WHOLE);
+        assert!(d.any_flag(true).unwrap());
+        assert!(!d.any_flag(false).unwrap());
+        let mut metrics = BTreeMap::from([("loss".to_string(), 2.5)]);
+        d.average_metrics(&mut metrics).unwrap();
+        assert_eq!(metrics["loss"], 2.5);
+        d.check_same_step(7).unwrap();
+        // Alone, a stop request is honoured at the very next step.
+        assert!(d.agree_to_stop(3, true).unwrap());
+        assert!(!d.agree_to_stop(8, false).unwrap());
+    }
+}

@@ -1,0 +1,160 @@
+// Data-parallel training through learn(): the launcher, Gloo on the CPU, rank-0 files.
+import { spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, readdirSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+import { describe, expect, it } from "vitest";
+
+import { DistributedError, fromNative } from "../ts/errors.js";
+import { repoRoot, userEnv } from "./helpers/node.js";
+import { readSafetensors } from "./helpers/safetensors.js";
+
+const CHILD = join(repoRoot, "test", "helpers", "ddp-child.mjs");
+const workspace = () => mkdtempSync(join(tmpdir(), "xpm-ddp-"));
+
+interface ChildResult {
+  learned_model: string;
+  jobDir: string;
+  epochs: { loss: number; train: Record<string, number> }[];
+}
+
+function train(ws: string, ranks: number, batch: number, epochs: number, steps: number): ChildResult {
+  const out = spawnSync(process.execPath, [CHILD, ws, String(ranks), String(batch), String(epochs), String(steps)], {
+    cwd: repoRoot,
+    env: userEnv(),
+    encoding: "utf8",
+    timeout: 120_000,
+  });
+  expect(out.stderr).not.toMatch(/ERR_/);
+  expect(out.status).toBe(0);
+  return JSON.parse(out.stdout) as ChildResult;
+}
+
+function weights(file: string): Map<string, Float32Array> {
+  const tensors = new Map<string, Float32Array>();
+  for (const [name, t] of readSafetensors(file)) {
+    expect(t.dtype).toBe("F32");
+    tensors.set(name, new Float32Array(t.data.buffer.slice(t.data.byteOffset, t.data.byteOffset + t.data.byteLength)));
+  }
+  return tensors;
+}
+
+/** Every file under `dir`, relative to it. */
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile())
+    .map((e) => join(e.parentPath, e.name).slice(dir.length + 1));
+}
+
+/** A free loopback port for the rendezvous. */
+function freePort(): Promise<number> {
+  return new Promise((done) => {
+    const server = createServer().listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() => done(typeof address === "object" && address ? address.port : 0));
+    });
+  });
+}
+
+/** Starts one rank the way torchrun does: the rank environment set, not launched by learn(). */
+function torchrunRank(ws: string, rank: number, port: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((done) => {
+    const env = userEnv({ RANK: String(rank), LOCAL_RANK: String(rank), WORLD_SIZE: "2", LOCAL_WORLD_SIZE: "2", MASTER_ADDR: "127.0.0.1", MASTER_PORT: String(port) });
+    const child = spawn(process.execPath, [CHILD, ws, "2", "32", "1", "5"], { cwd: repoRoot, env });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    const bound = setTimeout(() => child.kill("SIGKILL"), 90_000);
+    child.on("exit", (code) => {
+      clearTimeout(bound);
+      done({ code, stdout, stderr });
+    });
+  });
+}
+
+describe("ddp errors", () => {
+  it("a distributed failure of the core is a DistributedError", () => {
+    const error = fromNative({ code: "ERR_DISTRIBUTED", message: "rank 0 of 2: all_reduce failed: rank 1 exited" });
+    expect(error).toBeInstanceOf(DistributedError);
+    expect(error.code).toBe("ERR_DISTRIBUTED");
+  });
+});
+
+describe("ddp through learn()", () => {
+  it("2 processes × batch B reach the weights of 1 process × batch 2B, with one set of files", () => {
+    const single = train(workspace(), 1, 64, 2, 10);
+    const ddp = train(workspace(), 2, 32, 2, 10);
+    const a = weights(single.learned_model);
+    const b = weights(ddp.learned_model);
+    expect([...b.keys()]).toEqual([...a.keys()]);
+    let largest = 0;
+    for (const [name, values] of a) {
+      const other = b.get(name)!;
+      for (let i = 0; i < values.length; i++) largest = Math.max(largest, Math.abs(values[i]! - other[i]!));
+    }
+    expect(largest).toBeLessThan(1e-5);
+    // The weights moved: the comparison is not between two untrained models.
+    const untrained = train(workspace(), 1, 64, 1, 1);
+    const first = [...weights(untrained.learned_model).values()][0]!;
+    expect(Math.abs(first[0]! - [...a.values()][0]![0]!)).toBeGreaterThan(1e-4);
+    // The epoch losses are averaged over the ranks: the whole batch's.
+    for (const [i, epoch] of single.epochs.entries()) expect(ddp.epochs[i]!.loss).toBeCloseTo(epoch.loss, 5);
+
+    // Rank 0 alone wrote logs and checkpoints: one event file, as in a single-process run.
+    const events = (dir: string) => filesUnder(dir).filter((f) => f.includes("tfevents"));
+    expect(events(ddp.jobDir)).toHaveLength(1);
+    expect(filesUnder(ddp.jobDir).filter((f) => f.startsWith("checkpoints")).sort()).toEqual(
+      filesUnder(single.jobDir).filter((f) => f.startsWith("checkpoints")).sort(),
+    );
+    expect(readdirSync(ddp.jobDir).filter((f) => f.endsWith(".done"))).toHaveLength(1);
+  }, 240_000);
+
+  it("a worker killed with SIGKILL ends the run within 60 s with an error naming its rank", async () => {
+    const ws = workspace();
+    const launcher = spawn(process.execPath, [CHILD, ws, "2", "32", "1000", "1000"], { cwd: repoRoot, env: userEnv() });
+    let stderr = "";
+    let killedAt = 0;
+    const killRank1 = (): void => {
+      const children = spawnSync("pgrep", ["-P", String(launcher.pid)], { encoding: "utf8" }).stdout.trim().split("\n");
+      for (const pid of children.filter((p) => p !== "")) {
+        const environ = readFileSync(`/proc/${pid}/environ`, "utf8").split("\0");
+        if (environ.includes("RANK=1")) {
+          process.kill(Number(pid), "SIGKILL");
+          killedAt = Date.now();
+        }
+      }
+    };
+    const exit = new Promise<number | null>((done) => launcher.on("exit", (code) => done(code)));
+    launcher.stderr.on("data", (d: Buffer) => {
+      stderr += d.toString();
+      if (killedAt === 0 && (stderr.match(/training started/g) ?? []).length >= 2) killRank1();
+    });
+    const bound = setTimeout(() => launcher.kill("SIGKILL"), 150_000);
+    const code = await exit;
+    clearTimeout(bound);
+    expect(killedAt, stderr).toBeGreaterThan(0);
+    expect(Date.now() - killedAt).toBeLessThan(60_000);
+    expect(code).toBe(3);
+    expect(stderr).toMatch(/ERR_DISTRIBUTED: distributed run failed: (rank 1 was killed by SIGKILL|rank 0 .*rank 1)/s);
+    // The job is marked failed, not done.
+    expect(filesUnder(ws).filter((f) => f.endsWith("learner.failed"))).toHaveLength(1);
+    expect(filesUnder(ws).filter((f) => f.endsWith("learner.done"))).toHaveLength(0);
+  }, 180_000);
+
+  it("under torchrun, rank 0 owns the job and the other rank joins it", async () => {
+    const ws = workspace();
+    const port = await freePort();
+    // Rank 1 first: it waits for rank 0's params.json before joining.
+    const [one, zero] = await Promise.all([torchrunRank(ws, 1, port), torchrunRank(ws, 0, port)]);
+    expect(zero.stderr).not.toMatch(/ERR_/);
+    expect([zero.code, one.code]).toEqual([0, 0]);
+    const result = JSON.parse(zero.stdout) as ChildResult;
+    expect(filesUnder(result.jobDir).filter((f) => f.endsWith("learner.done"))).toHaveLength(1);
+    expect(filesUnder(result.jobDir).filter((f) => f.endsWith(".lock"))).toHaveLength(0);
+    // Rank 1's result names no model: it wrote none.
+    expect((JSON.parse(one.stdout) as ChildResult).learned_model).toBeNull();
+  }, 120_000);
+});
