@@ -32,7 +32,7 @@ SIZES = {
         "train_queries": 300, "heldout_queries": 100, "docs_per_query": 20,
     },
     "medium": {  # compute-bound: matrix products dominate
-        "features": 136, "hidden": "512,512", "batch": 256, "steps": 400, "epochs": 10, "lr": 1e-3,
+        "features": 136, "hidden": "512,512", "batch": 256, "steps": 300, "epochs": 10, "lr": 1e-3,
         "train_queries": 300, "heldout_queries": 100, "docs_per_query": 20,
     },
 }
@@ -90,6 +90,8 @@ def run_once(argv, threads):
         return result
     result["wall_seconds"] = wall
     result["peak_rss_mib"] = usage.ru_maxrss / 1024  # KiB on Linux
+    # Less sensitive than wall time to other load on the machine, and shows extra threads.
+    result["cpu_seconds"] = usage.ru_utime + usage.ru_stime
     result["steps_per_second"] = result["steps"] / result["train_seconds"]
     result["final_loss"] = result["epoch_losses"][-1]
     return result
@@ -115,7 +117,7 @@ def machine():
     return {"cpu": model, "cores": os.cpu_count(), "system": f"{platform.system()} {platform.release()}"}
 
 
-METRICS = ("steps_per_second", "wall_seconds", "peak_rss_mib", "final_loss", "heldout_pairwise_accuracy")
+METRICS = ("steps_per_second", "wall_seconds", "cpu_seconds", "peak_rss_mib", "final_loss", "heldout_pairwise_accuracy")
 
 
 def summarise(runs):
@@ -175,16 +177,16 @@ def markdown(results, checks):
     lines = []
     for key, table in results.items():
         lines += [f"### {key} threads", "",
-                  "| runner | steps/s | wall s | peak RSS MiB | final loss | held-out pairwise acc. |",
-                  "|---|---|---|---|---|---|"]
+                  "| runner | steps/s | wall s | CPU s | peak RSS MiB | final loss | held-out pairwise acc. |",
+                  "|---|---|---|---|---|---|---|"]
         for name, s in table.items():
             if "error" in s:
-                lines.append(f"| {name} | failed: {s['error'][:150]} | | | | |")
+                lines.append(f"| {name} | failed: {s['error'][:150]} | | | | | |")
                 continue
             r = s.get("ratio_to_xpm_torch", {})
             cell = lambda m, fmt: f"{fmt.format(s[m])} ({r[m]:.2f}×)" if m in r else fmt.format(s[m])  # noqa: E731
-            lines.append(f"| {name} | {cell('steps_per_second', '{:.0f}')} | {cell('wall_seconds', '{:.2f}')} | "
-                         f"{cell('peak_rss_mib', '{:.0f}')} | {cell('final_loss', '{:.4f}')} | "
+            lines.append(f"| {name} | {cell('steps_per_second', '{:.0f}' if s['steps_per_second'] >= 100 else '{:.1f}')} | {cell('wall_seconds', '{:.2f}')} | "
+                         f"{cell('cpu_seconds', '{:.2f}')} | {cell('peak_rss_mib', '{:.0f}')} | {cell('final_loss', '{:.4f}')} | "
                          f"{s['accuracy_mean']:.4f} ± {s['accuracy_stdev']:.4f} |")
         lines.append("")
     lines += ["### Targets", "", "| case | target | measured | met |", "|---|---|---|---|"]
@@ -197,7 +199,7 @@ def markdown(results, checks):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tch", required=True, help="the side_by_side example binary")
+    parser.add_argument("--tch", help="the side_by_side example binary (run.sh passes it)")
     parser.add_argument("--node", default="node")
     parser.add_argument("--sizes", default=",".join(SIZES))
     parser.add_argument("--threads", default="1,2")
@@ -206,7 +208,16 @@ def main():
     parser.add_argument("--scale", type=float, default=1.0, help="multiplies the step counts (0.1 for a smoke run)")
     parser.add_argument("--data", default=None, help="where the LETOR files go (default: a cache folder)")
     parser.add_argument("--out", default=os.path.join(HERE, "results"))
+    parser.add_argument("--name", default="latest", help="stem of the result files in --out")
+    parser.add_argument("--render", metavar="JSON", help="only print the tables of a results file")
     args = parser.parse_args()
+    if args.render:
+        with open(args.render) as f:
+            saved = json.load(f)
+        print(markdown(saved["results"], saved["targets"]), end="")
+        return
+    if not args.tch:
+        parser.error("--tch is required to run the benchmark")
 
     tools = {"node": args.node, "tch": args.tch, "python": sys.executable}
     every = runners(tools)
@@ -242,13 +253,14 @@ def main():
         "load_average": loads,
         "sizes": {k: SIZES[k] for k in args.sizes.split(",")},
         "scale": args.scale,
+        "repeats": args.repeats,
         "results": results,
         "targets": checks,
         "runs": runs,
     }
-    with open(os.path.join(args.out, "latest.json"), "w") as f:
+    with open(os.path.join(args.out, f"{args.name}.json"), "w") as f:
         json.dump(report, f, indent=1)
-    with open(os.path.join(args.out, "latest.md"), "w") as f:
+    with open(os.path.join(args.out, f"{args.name}.md"), "w") as f:
         f.write(table)
     print(table)
 
