@@ -1,0 +1,126 @@
+//! Forward and backward of each loss on its own, from leaf scores: pairwise losses on 256
+//! (positive, negative) score pairs, batchwise losses on 32 queries × 16 documents, for each
+//! output type the loss reads. One thread; the time is the loss's dispatcher and kernel cost
+//! that a training step pays on top of the model.
+//!
+//! `cargo bench -p xpm-torch-core --bench losses`.
+// A benchmark may stop at the first failure.
+#![allow(clippy::unwrap_used)]
+
+use std::hint::black_box;
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use tch::{Kind, Tensor};
+use xpm_torch_core::losses::batchwise::{CrossEntropyLoss as BatchBce, SoftmaxCrossEntropy};
+use xpm_torch_core::losses::{
+    BatchwiseLoss, CrossEntropyLoss, HingeLoss, OutputType, PairwiseLoss, PointwiseCrossEntropyLoss,
+};
+
+const PAIRS: i64 = 256;
+const QUERIES: i64 = 32;
+const DOCUMENTS: i64 = 16;
+
+/// Scores of the given kind, as leaves that collect gradients.
+fn scores(shape: &[i64], output: OutputType) -> Tensor {
+    let real = Tensor::randn(shape, (Kind::Float, tch::Device::Cpu));
+    match output {
+        OutputType::Real => real,
+        OutputType::Probability => real.sigmoid(),
+        OutputType::LogProbability => real.sigmoid().log(),
+    }
+    .detach()
+    .set_requires_grad(true)
+}
+
+fn outputs() -> [(&'static str, OutputType); 3] {
+    [
+        ("real", OutputType::Real),
+        ("probability", OutputType::Probability),
+        ("log-probability", OutputType::LogProbability),
+    ]
+}
+
+fn pairwise(c: &mut Criterion) {
+    let mut group = c.benchmark_group("loss/pairwise");
+    let mut losses: Vec<(String, Box<dyn PairwiseLoss>, OutputType)> = vec![
+        (
+            "hinge".into(),
+            Box::new(HingeLoss {
+                weight: 1.0,
+                margin: 1.0,
+            }),
+            OutputType::Real,
+        ),
+        (
+            "cross-entropy".into(),
+            Box::new(CrossEntropyLoss { weight: 1.0 }),
+            OutputType::Real,
+        ),
+    ];
+    for (name, output) in outputs() {
+        losses.push((
+            format!("pointwise-cross-entropy/{name}"),
+            Box::new(PointwiseCrossEntropyLoss {
+                weight: 1.0,
+                output,
+            }),
+            output,
+        ));
+    }
+    for (name, loss, output) in &losses {
+        let positive = scores(&[PAIRS], *output);
+        let negative = scores(&[PAIRS], *output);
+        group.bench_function(name.as_str(), |b| {
+            b.iter(|| {
+                let sum = loss.sum(&positive, &negative).unwrap();
+                sum.backward();
+                black_box(sum)
+            })
+        });
+    }
+    group.finish();
+}
+
+fn batchwise(c: &mut Criterion) {
+    let mut group = c.benchmark_group("loss/batchwise");
+    // Graded relevance in {0, 0.5, 1}: every query keeps a relevant document.
+    let relevance = Tensor::randint(3, [QUERIES, DOCUMENTS], (Kind::Float, tch::Device::Cpu))
+        .f_div_scalar(2.0)
+        .unwrap();
+    let _ = relevance.select(1, 0).fill_(1.0);
+    let mut losses: Vec<(String, Box<dyn BatchwiseLoss>, OutputType)> = vec![(
+        "bce/probability".into(),
+        Box::new(BatchBce { weight: 1.0 }),
+        OutputType::Probability,
+    )];
+    for (name, output) in outputs() {
+        losses.push((
+            format!("infonce/{name}"),
+            Box::new(SoftmaxCrossEntropy {
+                weight: 1.0,
+                output,
+            }),
+            output,
+        ));
+    }
+    for (name, loss, output) in &losses {
+        let scores = scores(&[QUERIES, DOCUMENTS], *output);
+        group.bench_function(name.as_str(), |b| {
+            b.iter(|| {
+                let (sum, _) = loss.sum(&scores, &relevance).unwrap();
+                sum.backward();
+                black_box(sum)
+            })
+        });
+    }
+    group.finish();
+}
+
+fn setup(c: &mut Criterion) {
+    tch::set_num_threads(1);
+    pairwise(c);
+    batchwise(c);
+}
+
+criterion_group!(losses, setup);
+criterion_main!(losses);
