@@ -50,7 +50,17 @@ impl Metrics {
         if count == 0 {
             return Ok(());
         }
-        let sum = sum.f_detach()?.f_to_kind(Kind::Double)?;
+        // Each call on a tensor costs a dispatch: skip those with nothing to do.
+        let sum = if sum.requires_grad() {
+            sum.f_detach()?
+        } else {
+            sum.shallow_clone()
+        };
+        let sum = if sum.kind() == Kind::Double {
+            sum
+        } else {
+            sum.f_to_kind(Kind::Double)?
+        };
         match self.entries.get_mut(key) {
             Some(entry) if entry.sum.defined() => {
                 entry.sum = entry.sum.f_add(&sum)?;
@@ -79,11 +89,27 @@ impl Metrics {
     /// # Errors
     /// A libtorch error.
     pub fn add_value(&mut self, key: &str, value: f64, count: i64) -> Result<()> {
-        self.add(
-            key,
-            &Tensor::f_from_slice(&[value * count as f64])?.f_squeeze()?,
-            count,
-        )
+        if count == 0 {
+            return Ok(());
+        }
+        let sum = value * count as f64;
+        match self.entries.get_mut(key) {
+            Some(entry) => {
+                entry.value_sum += sum;
+                entry.count += count;
+            }
+            None => {
+                self.entries.insert(
+                    key.to_string(),
+                    Entry {
+                        sum: Tensor::new(),
+                        value_sum: sum,
+                        count,
+                    },
+                );
+            }
+        }
+        Ok(())
     }
 
     /// Every metric's sum and count, for checkpoints taken inside an epoch.

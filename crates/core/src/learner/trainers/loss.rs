@@ -145,7 +145,11 @@ impl LossSet {
                 }
                 _ => return Err(Error::Panic("a loss was given records it refused".into())),
             };
-            let w = sum.f_mul_scalar(loss.weight())?;
+            let w = if loss.weight() == 1.0 {
+                sum.shallow_clone()
+            } else {
+                sum.f_mul_scalar(loss.weight())?
+            };
             weighted = Some(match weighted {
                 Some(t) => t.f_add(&w)?,
                 None => w,
@@ -194,10 +198,7 @@ impl LossSet {
             ctx.add_metric(name.unwrap_or(total_name), sum, count)
         })?;
         if let Scores::Pairs { positive, negative } = &scores {
-            let correct = positive
-                .f_gt_tensor(negative)?
-                .f_to_kind(Kind::Double)?
-                .f_sum(None)?;
+            let correct = positive.f_gt_tensor(negative)?.f_sum(Kind::Double)?;
             ctx.add_metric("accuracy", &correct, count)?;
         }
         let loss = sums.weighted.f_div_scalar(outer_count.max(1) as f64)?;
