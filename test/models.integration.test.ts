@@ -5,11 +5,17 @@ import { dirname, join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 
 import {
+  Adam,
   ConfigError,
   DRMM,
   LayerFreezer,
   Learner,
+  Linear,
   LossTrainer,
+  MlpScorer,
+  MultipleModel,
+  ParameterOptimizer,
+  RegexParameterFilter,
   RegexParametersIterator,
   TorchScriptModel,
   XpmTorchError,
@@ -83,5 +89,30 @@ describe("models through the binding", () => {
     expect(() => model.score([[1, 2, 3, 4, 5, 6], [1]])).toThrow(/records\[1\]: 1 features/);
     expect(() => loadModel(result.learned_model!, { model: DRMM.C({ vocab_size: 10, dim: 4 }) })).toThrow(/lacks the model's parameters/);
     expect(() => loadModel(join(result.jobDir, "absent"))).toThrow(XpmTorchError);
+  });
+
+  it("trains the scorer of a MultipleModel with an optimizer chosen by prefix, and scores with it", async () => {
+    const base = demoLearner({ seed: 5, num_features: 6, max_epochs: 2, steps_per_epoch: 30 });
+    const config = Learner.C({
+      ...base,
+      model: MultipleModel.C({
+        models: { scorer: MlpScorer.C({ input_dim: 6, hidden_dims: [8] }), head: Linear.C({ input_dim: 4 }) },
+        scorer: "scorer",
+      }),
+      optimizers: [ParameterOptimizer.C({ optimizer: Adam.C({ lr: 3e-3 }), filter: RegexParameterFilter.C({ includes: ["^scorer\\."] }) })],
+    });
+    const result = await run(config);
+    expect(result.epochs[1]!.metrics["heldout/pairwise_accuracy"]).toBeGreaterThan(0.8);
+    const first = readSafetensors(result.checkpoints["1"]!);
+    const last = readSafetensors(result.learned_model!);
+    expect([...last.keys()].sort()).toEqual(["head.bias", "head.weight", "scorer.layers.0.bias", "scorer.layers.0.weight", "scorer.layers.1.bias", "scorer.layers.1.weight"].sort());
+    // No optimizer claims the head: it keeps its initial weights while the scorer trains.
+    expect(last.get("head.weight")!.data.equals(first.get("head.weight")!.data)).toBe(true);
+    expect(last.get("scorer.layers.0.weight")!.data.equals(first.get("scorer.layers.0.weight")!.data)).toBe(false);
+    const records = Array.from({ length: 20 }, (_, i) => Array.from({ length: 6 }, (_, j) => Math.cos(i * 3 + j)));
+    const scores = loadModel(result.learned_model!).score(records);
+    expect(scores).toHaveLength(20);
+    expect(scores.every(Number.isFinite)).toBe(true);
+    expect(() => MultipleModel.C({ models: { a: Linear.C({ input_dim: 2 }) }, scorer: "b" })).toThrow(/scorer: "b" is not one of the models \["a"\]/);
   });
 });

@@ -116,6 +116,11 @@ export const SAMPLES: Record<string, () => object> = {
       path: "/runs/best/model.safetensors",
       settings: c.ValidationSettings.C({ listener: ranking("r", 3), key: "ndcg@5" }),
     }),
+  "xpm_torch.module.MultipleModel": () =>
+    c.MultipleModel.C({
+      models: { scorer: c.DRMM.C({ vocab_size: 300, dim: 12, bins: 11, hidden_dims: [6] }), head: c.Linear.C({ input_dim: 3 }) },
+      scorer: "scorer",
+    }),
   "xpm_torch.models.MlpScorer": () => c.MlpScorer.C({ input_dim: 6, hidden_dims: [5, 4] }),
   "xpm_torch.models.Linear": () => c.Linear.C({ input_dim: 7 }),
   "xpm_torch.models.MLP": () => c.MLP.C({ input_dim: 6, hidden_dims: [5, 4], activation: "tanh", dropout: 0.2, layer_norm: true }),

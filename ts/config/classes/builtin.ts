@@ -72,8 +72,10 @@ export const DRMM = defineConfig(
 
 /**
  * A Transformer cross-encoder over `[CLS] query [SEP] document` (ids `vocab_size` and
- * `vocab_size + 1`), learned positions, post-norm encoder layers whose attention ignores padding,
- * and a linear score of `[CLS]`. Memory grows with batch × length².
+ * `vocab_size + 1`), learned positions and segments (query part, document), post-norm encoder
+ * layers whose attention ignores padding, and a linear score of the mean output over the real
+ * positions. Key projections start as copies of the query projections. Memory grows with
+ * batch × length².
  */
 export const TransformerCrossEncoder = defineConfig(
   "xpm_torch.models.TransformerCrossEncoder",

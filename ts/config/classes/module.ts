@@ -1,6 +1,6 @@
 import { configOf, defineConfig } from "../class.js";
 import { param } from "../declare.js";
-import { path } from "../types.js";
+import { dict, path, str } from "../types.js";
 import { Module } from "./base.js";
 import { CheckpointSettings } from "./learner.js";
 import { ValidationSettings } from "./validation.js";
@@ -16,3 +16,33 @@ export const ModuleLoader = defineConfig("xpm_torch.module.SimpleModuleLoader", 
   path: param(path()).help("Its weights (safetensors)"),
   settings: param(configOf(CheckpointSettings, ValidationSettings)).optional(),
 });
+
+/**
+ * `xpm_torch.module.MultipleModel`: several named models trained together. The entry named
+ * `scorer` scores; every entry's parameters are named `<name>.<parameter>`, so optimizers
+ * (`RegexParameterFilter({ includes: ["^scorer\\."] })`), freezing, sharing and saving select
+ * them by prefix. The other entries get gradients only through parameters shared with the
+ * scorer: they are saved, loaded and frozen with it (a teacher, a head for a later stage).
+ */
+export const MultipleModel = defineConfig(
+  "xpm_torch.module.MultipleModel",
+  {
+    models: param(dict(configOf(Module))).help("The models by name (no \".\" in names)"),
+    scorer: param(str((s) => s.min(1))).help("The name of the model that scores"),
+  },
+  {
+    extends: Module,
+    validate(v, issue) {
+      const names = Object.keys(v.models);
+      if (names.length === 0) issue("models", "needs at least one model");
+      for (const name of names) {
+        if (name === "" || name.includes(".")) {
+          issue("models", `${JSON.stringify(name)} cannot name a model: names are non-empty and hold no "." (parameters are named <model>.<parameter>)`);
+        }
+      }
+      if (names.length > 0 && !names.includes(v.scorer)) {
+        issue("scorer", `${JSON.stringify(v.scorer)} is not one of the models ${JSON.stringify(names.sort())}`);
+      }
+    },
+  },
+);

@@ -159,3 +159,28 @@ fn groups_hold_each_coefficients_polynomial() {
     assert_eq!(f.constant()[1].eval(&[5.0, 7.0]), 3.0);
     assert_eq!(f.groups()[0][0].eval(&[5.0, 7.0]), 35.0);
 }
+
+/// The case table shared with the TypeScript canonicaliser (`test/formula.test.ts`): both sides
+/// must give the same texts and the same errors, byte for byte.
+#[test]
+fn the_shared_case_table_is_reproduced() {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/formulas.json");
+    let table: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let list = |case: &serde_json::Value, key: &str| -> Vec<String> {
+        let value = case.get(key).unwrap_or(&table[key]);
+        serde_json::from_value(value.clone()).unwrap()
+    };
+    let cases = table["cases"].as_array().unwrap();
+    assert!(cases.len() > 40);
+    for case in cases {
+        let text = case["formula"].as_str().unwrap();
+        let got = Formula::parse(text, &list(case, "coefficients"), &list(case, "variables"))
+            .map(|f| f.canonical());
+        match (&got, case.get("canonical"), case.get("error")) {
+            (Ok(c), Some(expected), None) => assert_eq!(c, expected, "{text:?}"),
+            (Err(e), None, Some(expected)) => assert_eq!(&e.0, expected, "{text:?}"),
+            _ => panic!("{text:?}: got {got:?}, table says {case}"),
+        }
+    }
+}

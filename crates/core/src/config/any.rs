@@ -95,6 +95,8 @@ config_enum! {
         TransformerCrossEncoder(TransformerConfig) = "xpm_torch.models.TransformerCrossEncoder",
         /// A model.
         TorchScriptModel(TorchScriptConfig) = "xpm_torch.models.TorchScriptModel",
+        /// A model.
+        MultipleModel(MultipleModelConfig) = "xpm_torch.module.MultipleModel",
         /// A dataset.
         SyntheticLtrDataset(SyntheticLtrConfig) = "xpm_torch.data.SyntheticLtrDataset",
         /// A dataset.

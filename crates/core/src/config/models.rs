@@ -21,7 +21,19 @@ config_enum! {
         Transformer(TransformerConfig) = "xpm_torch.models.TransformerCrossEncoder",
         /// `xpm_torch.models.TorchScriptModel`.
         TorchScript(TorchScriptConfig) = "xpm_torch.models.TorchScriptModel",
+        /// `xpm_torch.module.MultipleModel`.
+        Multiple(MultipleModelConfig) = "xpm_torch.module.MultipleModel",
     }
+}
+
+/// Several named models trained together; `scorer` names the one that scores.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct MultipleModelConfig {
+    /// The models by name; their parameters are named `<name>.<parameter>`.
+    pub models: std::collections::BTreeMap<String, ModelConfig>,
+    /// The name of the model that scores.
+    pub scorer: String,
 }
 
 /// A multi-layer perceptron mapping a feature vector to one relevance score.
@@ -225,6 +237,38 @@ impl ModelConfig {
                 }
                 Ok(())
             }
+            ModelConfig::Multiple(c) => {
+                c.check(path)?;
+                c.models
+                    .iter()
+                    .try_for_each(|(name, m)| m.validate(&format!("{path}.models.{name}")))
+            }
         }
+    }
+}
+
+impl MultipleModelConfig {
+    /// Checks the names: at least one model, none empty or holding a `.`, `scorer` among them.
+    pub(crate) fn check(&self, path: &str) -> Result<()> {
+        if self.models.is_empty() {
+            return Err(Error::config(
+                format!("{path}.models"),
+                "needs at least one model",
+            ));
+        }
+        if let Some(bad) = self.models.keys().find(|n| n.is_empty() || n.contains('.')) {
+            return Err(Error::config(
+                format!("{path}.models"),
+                format!("{bad:?} cannot name a model: names are non-empty and hold no \".\" (parameters are named <model>.<parameter>)"),
+            ));
+        }
+        if !self.models.contains_key(&self.scorer) {
+            let names: Vec<&String> = self.models.keys().collect();
+            return Err(Error::config(
+                format!("{path}.scorer"),
+                format!("{:?} is not one of the models {names:?}", self.scorer),
+            ));
+        }
+        Ok(())
     }
 }

@@ -1,5 +1,5 @@
 use super::{
-    Drmm, DualEncoder, LinearScorer, Mlp, MlpScorer, Model, TorchScriptModel,
+    Drmm, DualEncoder, LinearScorer, Mlp, MlpScorer, Model, MultipleModel, TorchScriptModel,
     TransformerCrossEncoder,
 };
 use crate::config::ModelConfig;
@@ -20,5 +20,6 @@ pub fn build(config: &ModelConfig, rng: &mut Rng, path: &str) -> Result<Box<dyn 
         ModelConfig::Drmm(c) => Box::new(Drmm::new(c, rng)?),
         ModelConfig::Transformer(c) => Box::new(TransformerCrossEncoder::new(c, rng)?),
         ModelConfig::TorchScript(c) => Box::new(TorchScriptModel::load(c, path)?),
+        ModelConfig::Multiple(c) => Box::new(MultipleModel::new(c, rng, path)?),
     })
 }

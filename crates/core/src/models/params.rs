@@ -108,6 +108,16 @@ impl Params {
         })
     }
 
+    /// Adds a parameter of `shape` holding `values` (row-major).
+    pub fn values(
+        &mut self,
+        name: impl Into<String>,
+        shape: &[i64],
+        values: Vec<f32>,
+    ) -> Result<ParamId> {
+        self.push(name, trainable(values, shape)?)
+    }
+
     fn push(&mut self, name: impl Into<String>, tensor: Tensor) -> Result<ParamId> {
         self.entries.push((name.into(), tensor));
         Ok(self.entries.len() - 1)

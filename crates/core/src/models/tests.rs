@@ -190,6 +190,17 @@ fn parameter_names_follow_pytorch_and_sharing_ties_tensors() {
     assert_eq!(names[0], "token_embedding.weight");
     assert!(names.contains(&"encoder.layers.1.self_attn.out_proj.bias".to_string()));
     assert_eq!(names.last().unwrap(), "score.bias");
+    // Each key projection starts as a copy of its query projection, the values drawn apart.
+    assert_eq!(names[2], "segment_embedding.weight");
+    let params = t.named_parameters();
+    let in_proj = params
+        .iter()
+        .find(|p| p.name == "encoder.layers.0.self_attn.in_proj_weight")
+        .unwrap();
+    let dim = in_proj.tensor.size()[1];
+    let rows = |i: i64| in_proj.tensor.narrow(0, i * dim, dim);
+    assert!(rows(0).equal(&rows(1)));
+    assert!(!rows(0).equal(&rows(2)));
     t.share(
         "encoder.layers.1.linear1.weight",
         "encoder.layers.0.linear1.weight",
@@ -340,9 +351,7 @@ fn triplets(seed: u64, n: u64) -> String {
     )
 }
 
-/// Documents of one length: a mean of embeddings then ranks by the share of matching tokens,
-/// which is the planted count (with varied lengths a short document with fewer matches can have
-/// the larger share, a limit of mean pooling rather than of training).
+/// The document lengths of the synthetic triplets, set per test (all vary).
 fn lengths() -> (u64, u64) {
     LENGTHS.with(|l| l.get())
 }
@@ -405,16 +414,17 @@ fn feature_models_learn_to_rank_held_out_queries() {
     }
 }
 
+/// With 16 dimensions the 200 token embeddings overlap too much for a mean to tell a match from
+/// noise (0.77–0.80 held out); with 64 they are nearly orthogonal and training separates them.
 #[test]
 fn dual_encoders_learn_the_planted_signal() {
     for similarity in ["dot", "cosine"] {
         let model = format!(
-            r#"{{"__xpmtype__":"xpm_torch.models.EmbeddingDualEncoder","vocab_size":200,"dim":16,"similarity":"{similarity}"}}"#
+            r#"{{"__xpmtype__":"xpm_torch.models.EmbeddingDualEncoder","vocab_size":200,"dim":64,"similarity":"{similarity}"}}"#
         );
-        LENGTHS.with(|l| l.set((16, 16)));
-        let accuracy = final_accuracy(&train_text(&model, 3, 30, 0.02));
-        // Not yet the 0.85 the issue asks (0.77–0.80 measured): see the report.
-        assert!(accuracy > 0.7, "{similarity}: {accuracy}");
+        LENGTHS.with(|l| l.set((8, 16)));
+        let accuracy = final_accuracy(&train_text(&model, 3, 30, 0.05));
+        assert!(accuracy > 0.85, "{similarity}: {accuracy}");
     }
 }
 
@@ -467,15 +477,14 @@ fn drmm_learns_the_planted_signal_and_its_saved_model_scores_the_same() {
     );
 }
 
-const CROSS_ENCODER: &str = r#"{"__xpmtype__":"xpm_torch.models.TransformerCrossEncoder","vocab_size":200,"dim":32,"heads":2,"layers":1,"ffn_dim":64,"max_length":32,"dropout":0.0}"#;
+const CROSS_ENCODER: &str = r#"{"__xpmtype__":"xpm_torch.models.TransformerCrossEncoder","vocab_size":200,"dim":32,"heads":1,"layers":1,"ffn_dim":64,"max_length":32,"dropout":0.0}"#;
 
-/// Not yet reached: after 500 steps the training loss falls (0.99 → 0.78) but held-out
-/// accuracy stays near 0.55 (the model memorises the 2,000 triplets), at about 0.5 s a step on
-/// two shared cores; see the report.
+/// Short documents keep the steps cheap; see [`TransformerCrossEncoder`] for the pooling and
+/// initialisation that make the match count learnable.
 #[test]
-#[ignore]
 fn transformer_cross_encoder_learns_the_planted_signal() {
-    let accuracy = final_accuracy(&train_text(CROSS_ENCODER, 5, 100, 0.001));
+    LENGTHS.with(|l| l.set((4, 10)));
+    let accuracy = final_accuracy(&train_text(CROSS_ENCODER, 8, 50, 0.002));
     assert!(accuracy > 0.85, "{accuracy}");
 }
 
@@ -495,4 +504,180 @@ fn a_torchscript_module_trains_and_freezing_keeps_its_weights() {
     let mut saved = saved;
     saved.sort();
     assert_eq!(saved, ["embedding.weight", "scale"]);
+}
+
+// ---- MultipleModel ----
+
+const DRMM: &str = r#"{"__xpmtype__":"xpm_torch.models.DRMM","vocab_size":200,"dim":16,"bins":11,"hidden_dims":[8]}"#;
+
+const AUX: &str = r#"{"__xpmtype__":"xpm_torch.models.MLP","input_dim":3,"hidden_dims":[3,3],"activation":"relu","dropout":0.0,"layer_norm":false}"#;
+
+fn multiple(scorer: &str) -> String {
+    format!(
+        r#"{{"__xpmtype__":"xpm_torch.module.MultipleModel","models":{{"scorer":{DRMM},"aux":{AUX}}},"scorer":"{scorer}"}}"#
+    )
+}
+
+#[test]
+fn a_multiple_model_prefixes_names_and_scores_with_its_scorer() {
+    let config: ModelConfig = serde_json::from_str(&multiple("scorer")).unwrap();
+    config.validate("learner.model").unwrap();
+    let mut m = build(&config, &mut Rng::new(3), "learner.model").unwrap();
+    let names: Vec<String> = m.named_parameters().into_iter().map(|p| p.name).collect();
+    assert_eq!(names[..2], ["aux.layers.0.weight", "aux.layers.0.bias"]);
+    assert!(
+        names[6..].iter().all(|n| n.starts_with("scorer.")),
+        "{names:?}"
+    );
+    assert!(names.contains(&"scorer.embedding.weight".to_string()));
+
+    // The scorer entry, given the same weights on its own, scores the same.
+    let dir = scratch_dir();
+    m.save(&dir.join("both.safetensors")).unwrap();
+    let alone = model_of(&serde_json::from_str(DRMM).unwrap());
+    let scorer_weights: Vec<(String, Tensor)> =
+        Tensor::read_safetensors(dir.join("both.safetensors"))
+            .unwrap()
+            .into_iter()
+            .filter_map(|(n, t)| n.strip_prefix("scorer.").map(|n| (n.to_string(), t)))
+            .collect();
+    Tensor::write_safetensors(&scorer_weights, dir.join("scorer.safetensors")).unwrap();
+    load_weights(alone.as_ref(), &dir.join("scorer.safetensors")).unwrap();
+    let input = case_input(&read_json("drmm.json"));
+    assert!(m
+        .forward(&input)
+        .unwrap()
+        .equal(&alone.forward(&input).unwrap()));
+    // Only the scorer scores: the auxiliary MLP would take these features.
+    let features = ScoreInput::Features(Tensor::zeros([1, 3], (Kind::Float, tch::Device::Cpu)));
+    assert!(m.forward(&features).is_err());
+
+    // Its weights load back by their prefixed names.
+    let other = build(&config, &mut Rng::new(4), "learner.model").unwrap();
+    load_weights(other.as_ref(), &dir.join("both.safetensors")).unwrap();
+    assert!(other
+        .forward(&input)
+        .unwrap()
+        .equal(&m.forward(&input).unwrap()));
+
+    // Sharing works inside one model, not across two.
+    m.share("aux.layers.2.weight", "aux.layers.0.weight")
+        .unwrap();
+    let params = m.named_parameters();
+    let ptr = |n: &str| {
+        params
+            .iter()
+            .find(|p| p.name == n)
+            .unwrap()
+            .tensor
+            .data_ptr()
+    };
+    assert_eq!(ptr("aux.layers.2.weight"), ptr("aux.layers.0.weight"));
+    let err = m
+        .share("aux.layers.4.bias", "scorer.ffn.2.bias")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("within one of its models only"), "{err}");
+    let err = m
+        .share("nope.weight", "aux.weight")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("start with one of [\"aux\", \"scorer\"]"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_multiple_model_config_is_checked() {
+    let check = |json: &str| {
+        let config: ModelConfig = serde_json::from_str(json).unwrap();
+        config.validate("learner.model").unwrap_err().to_string()
+    };
+    let err = check(&multiple("teacher"));
+    assert!(
+        err.starts_with("learner.model.scorer:")
+            && err.contains("\"teacher\" is not one of the models [\"aux\", \"scorer\"]"),
+        "{err}"
+    );
+    let err = check(r#"{"__xpmtype__":"xpm_torch.module.MultipleModel","models":{},"scorer":"a"}"#);
+    assert!(
+        err.starts_with("learner.model.models: needs at least one model"),
+        "{err}"
+    );
+    let err = check(
+        r#"{"__xpmtype__":"xpm_torch.module.MultipleModel","models":{"a.b":{"__xpmtype__":"xpm_torch.models.Linear","input_dim":3}},"scorer":"a.b"}"#,
+    );
+    assert!(err.contains("\"a.b\" cannot name a model"), "{err}");
+    let err = check(
+        r#"{"__xpmtype__":"xpm_torch.module.MultipleModel","models":{"a":{"__xpmtype__":"xpm_torch.models.Linear","input_dim":0}},"scorer":"a"}"#,
+    );
+    assert!(
+        err.starts_with("learner.model.models.a.input_dim:"),
+        "{err}"
+    );
+}
+
+/// An optimizer selecting `^scorer\.` trains the scorer; the auxiliary model, claimed by no
+/// optimizer, keeps its initial weights, and both are saved under their prefixed names.
+#[test]
+fn a_multiple_model_trains_its_scorer_with_optimizers_chosen_by_regex() {
+    LENGTHS.with(|l| l.set((6, 20)));
+    let out = {
+        let sampler = format!(
+            r#"{{"__xpmtype__":"xpm_torch.samplers.TokenTripletSampler","triplets":{}}}"#,
+            triplets(1, 2000)
+        );
+        let listener = format!(
+            r#"{{"__xpmtype__":"xpm_torch.trainers.validation.TrainerValidationLoss","id":"heldout","data":{},
+                "batcher":{{"__xpmtype__":"xpm_torch.batchers.Batcher"}},"batch_size":100,"trainer":{},
+                "warmup":-1,"validation_interval":1,"early_stop":0}}"#,
+            triplets(2, 300),
+            trainer_json(&sampler)
+        );
+        let json = learner_json(&multiple("scorer"), &sampler, &listener, 2, 30, 0.01).replace(
+            r#"{"__xpmtype__":"xpm_torch.optim.ParameterFilter"}"#,
+            r#"{"__xpmtype__":"xpm_torch.optim.RegexParameterFilter","includes":["^scorer\\."]}"#,
+        );
+        learn(
+            &parse_learner(&json).unwrap(),
+            &mut NoObserver,
+            &AtomicBool::new(false),
+        )
+        .unwrap()
+    };
+    let accuracy = final_accuracy(&out);
+    assert!(accuracy > 0.85, "{accuracy}");
+
+    let config: ModelConfig = serde_json::from_str(&multiple("scorer")).unwrap();
+    let initial = build(&config, &mut Rng::derive(5, "model/init"), "learner.model").unwrap();
+    let saved: std::collections::HashMap<String, Tensor> =
+        Tensor::read_safetensors(out.learned_model.as_ref().unwrap())
+            .unwrap()
+            .into_iter()
+            .collect();
+    let unchanged = |name: &str| {
+        let p = initial
+            .named_parameters()
+            .into_iter()
+            .find(|p| p.name == name)
+            .unwrap();
+        saved[name].equal(&p.tensor.detach())
+    };
+    for name in [
+        "aux.layers.0.weight",
+        "aux.layers.2.bias",
+        "aux.layers.4.weight",
+    ] {
+        assert!(unchanged(name), "{name}");
+    }
+    // (The last bias of the scorer gets no gradient: a pairwise loss sees score differences.)
+    for name in [
+        "scorer.embedding.weight",
+        "scorer.ffn.0.weight",
+        "scorer.gate.weight",
+    ] {
+        assert!(!unchanged(name), "{name}");
+    }
+    assert_eq!(saved.len(), initial.named_parameters().len());
 }

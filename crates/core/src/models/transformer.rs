@@ -18,19 +18,25 @@ struct EncoderLayer {
     norm2: LayerNorm,
 }
 
-/// A Transformer cross-encoder: `[CLS] query [SEP] document` token ids plus learned positions,
-/// `layers` post-norm encoder layers with multi-head self-attention that ignores padding, and a
-/// linear score of the `[CLS]` output. Attention costs memory in batch × length².
+/// A Transformer cross-encoder: `[CLS] query [SEP] document` token ids plus learned positions
+/// and segments (0 up to `[SEP]`, 1 for the document), `layers` post-norm encoder layers with
+/// multi-head self-attention that ignores padding, and a linear score of the mean of the last
+/// layer's outputs over the real positions. Attention costs memory in batch × length².
+///
+/// The mean, not the `[CLS]` output, is scored: after one layer `[CLS]` has only attended to
+/// raw embeddings and cannot tell which document tokens match the query, while every document
+/// token's own output can, and their mean grows with the number of matches.
 ///
 /// PyTorch layout: `token_embedding` (`nn.Embedding(vocab_size + 2, dim, padding_idx=0)`),
-/// `position_embedding` (`nn.Embedding(max_length, dim)`), `encoder`
-/// (`nn.TransformerEncoder(nn.TransformerEncoderLayer(dim, heads, ffn_dim, dropout,
-/// batch_first=True), layers)`), `score` (`nn.Linear(dim, 1)`).
+/// `position_embedding` (`nn.Embedding(max_length, dim)`), `segment_embedding`
+/// (`nn.Embedding(2, dim)`), `encoder` (`nn.TransformerEncoder(nn.TransformerEncoderLayer(dim,
+/// heads, ffn_dim, dropout, batch_first=True), layers)`), `score` (`nn.Linear(dim, 1)`).
 #[derive(Debug)]
 pub struct TransformerCrossEncoder {
     params: Params,
     token_embedding: ParamId,
     position_embedding: ParamId,
+    segment_embedding: ParamId,
     layers: Vec<EncoderLayer>,
     score: Linear,
     config: TransformerConfig,
@@ -50,7 +56,10 @@ fn rows(tokens: &Tokens) -> Result<(Vec<i64>, Vec<i64>, usize)> {
 
 impl TransformerCrossEncoder {
     /// A fresh model with PyTorch's default initialisation drawn from `rng` (attention input
-    /// projections Xavier-uniform, their biases and the output projection's bias zero).
+    /// projections Xavier-uniform, their biases and the output projection's bias zero), except
+    /// that each key projection starts as a copy of its query projection: attention then starts
+    /// out scoring token similarity, so a document token finds its copies in the query from the
+    /// first step (with independent draws, learning to match took several times more steps).
     ///
     /// # Errors
     /// A libtorch error while creating the parameters.
@@ -69,15 +78,22 @@ impl TransformerCrossEncoder {
             &[config.max_length, dim],
             None,
         )?;
+        let segment_embedding = params.normal(rng, "segment_embedding.weight", &[2, dim], None)?;
         let mut layers = Vec::new();
         for i in 0..config.layers {
             let p = format!("encoder.layers.{i}");
             let xavier = (6.0 / (dim + 3 * dim) as f64).sqrt();
-            let in_weight = params.uniform(
-                rng,
+            let mut draw = |n: i64| -> Vec<f32> {
+                (0..n)
+                    .map(|_| rng.uniform_in(-xavier, xavier) as f32)
+                    .collect()
+            };
+            let query = draw(dim * dim);
+            let value = draw(dim * dim);
+            let in_weight = params.values(
                 format!("{p}.self_attn.in_proj_weight"),
                 &[3 * dim, dim],
-                xavier,
+                [query.as_slice(), &query, &value].concat(),
             )?;
             let in_bias =
                 params.constant(format!("{p}.self_attn.in_proj_bias"), &[3 * dim], 0.0)?;
@@ -106,6 +122,7 @@ impl TransformerCrossEncoder {
             params,
             token_embedding,
             position_embedding,
+            segment_embedding,
             layers,
             score,
             config: config.clone(),
@@ -114,9 +131,9 @@ impl TransformerCrossEncoder {
     }
 
     /// `[CLS] q [SEP] d` per row, padded with 0, the query truncated to leave room for one
-    /// document token and the document to fit `max_length`: ids `B × L` and the mask of real
-    /// positions.
-    fn join(&self, query: &Tokens, document: &Tokens) -> Result<(Tensor, Tensor)> {
+    /// document token and the document to fit `max_length`: ids `B × L`, the mask of real
+    /// positions and the segment ids (1 on document tokens).
+    fn join(&self, query: &Tokens, document: &Tokens) -> Result<(Tensor, Tensor, Tensor)> {
         let (q, q_len, q_width) = rows(query)?;
         let (d, d_len, d_width) = rows(document)?;
         let max = self.config.max_length as usize;
@@ -130,24 +147,25 @@ impl TransformerCrossEncoder {
             seq.extend_from_slice(&q[b * q_width..b * q_width + lq]);
             seq.push(sep);
             seq.extend_from_slice(&d[b * d_width..b * d_width + ld]);
-            sequences.push(seq);
+            sequences.push((seq, lq + 2));
         }
-        let width = sequences.iter().map(Vec::len).max().unwrap_or(1);
+        let width = sequences.iter().map(|(s, _)| s.len()).max().unwrap_or(1);
         let mut ids = vec![0i64; sequences.len() * width];
         let mut mask = vec![false; sequences.len() * width];
-        for (b, seq) in sequences.iter().enumerate() {
-            ids[b * width..b * width + seq.len()].copy_from_slice(seq);
-            mask[b * width..b * width + seq.len()].fill(true);
+        let mut segments = vec![0i64; sequences.len() * width];
+        for (b, (seq, document_start)) in sequences.iter().enumerate() {
+            let row = b * width;
+            ids[row..row + seq.len()].copy_from_slice(seq);
+            mask[row..row + seq.len()].fill(true);
+            segments[row + document_start..row + seq.len()].fill(1);
         }
         let shape = [sequences.len() as i64, width as i64];
         let device = self.params.get(self.token_embedding).device();
+        let place = |t: Tensor| -> Result<Tensor> { Ok(t.f_view(shape)?.f_to_device(device)?) };
         Ok((
-            Tensor::f_from_slice(&ids)?
-                .f_view(shape)?
-                .f_to_device(device)?,
-            Tensor::f_from_slice(&mask)?
-                .f_view(shape)?
-                .f_to_device(device)?,
+            place(Tensor::f_from_slice(&ids)?)?,
+            place(Tensor::f_from_slice(&mask)?)?,
+            place(Tensor::f_from_slice(&segments)?)?,
         ))
     }
 
@@ -191,7 +209,7 @@ impl TransformerCrossEncoder {
 impl Model for TransformerCrossEncoder {
     fn forward(&self, input: &ScoreInput) -> Result<Tensor> {
         let (query, document) = input.text("TransformerCrossEncoder")?;
-        let (ids, mask) = self.join(query, document)?;
+        let (ids, mask, segments) = self.join(query, document)?;
         let length = ids.size()[1];
         let positions = Tensor::f_arange(length, (Kind::Int64, ids.device()))?;
         let tokens =
@@ -203,7 +221,14 @@ impl Model for TransformerCrossEncoder {
             false,
             false,
         )?;
-        let mut x = self.dropout(&tokens.f_add(&places.f_unsqueeze(0)?)?)?;
+        let parts = Tensor::f_embedding(
+            self.params.get(self.segment_embedding),
+            &segments,
+            -1,
+            false,
+            false,
+        )?;
+        let mut x = self.dropout(&tokens.f_add(&places.f_unsqueeze(0)?)?.f_add(&parts)?)?;
         // Boolean mask: true where a key takes part; broadcast over heads and queries.
         let keep = mask.f_unsqueeze(1)?.f_unsqueeze(1)?;
         for layer in &self.layers {
@@ -217,8 +242,13 @@ impl Model for TransformerCrossEncoder {
                 .norm2
                 .apply(&self.params, &x.f_add(&self.dropout(&ff)?)?)?;
         }
-        let cls = x.f_select(1, 0)?;
-        Ok(self.score.apply(&self.params, &cls)?.f_squeeze_dim(-1)?)
+        let real = mask.f_to_kind(x.kind())?.f_unsqueeze(-1)?;
+        let count = real.f_sum_dim_intlist([1i64].as_slice(), false, None::<Kind>)?;
+        let mean = x
+            .f_mul(&real)?
+            .f_sum_dim_intlist([1i64].as_slice(), false, None::<Kind>)?
+            .f_div(&count)?;
+        Ok(self.score.apply(&self.params, &mean)?.f_squeeze_dim(-1)?)
     }
 
     fn named_parameters(&self) -> Vec<NamedParameter> {
