@@ -20,16 +20,30 @@ interface ChildResult {
   epochs: { loss: number; train: Record<string, number> }[];
 }
 
-function train(ws: string, ranks: number, batch: number, epochs: number, steps: number): ChildResult {
-  const out = spawnSync(process.execPath, [CHILD, ws, String(ranks), String(batch), String(epochs), String(steps)], {
+function train(ws: string, ranks: number, batch: number, epochs: number, steps: number, extra: { batcher?: string; env?: NodeJS.ProcessEnv } = {}): ChildResult & { stderr: string } {
+  const args = [CHILD, ws, String(ranks), String(batch), String(epochs), String(steps), ...(extra.batcher ? [extra.batcher] : [])];
+  const out = spawnSync(process.execPath, args, {
     cwd: repoRoot,
-    env: userEnv(),
+    env: { ...userEnv(), ...extra.env },
     encoding: "utf8",
     timeout: 120_000,
   });
   expect(out.stderr).not.toMatch(/ERR_/);
   expect(out.status).toBe(0);
-  return JSON.parse(out.stdout) as ChildResult;
+  return { ...(JSON.parse(out.stdout) as ChildResult), stderr: out.stderr };
+}
+
+/** The largest difference between two weight files' values. */
+function largestDifference(left: string, right: string): number {
+  const a = weights(left);
+  const b = weights(right);
+  expect([...b.keys()]).toEqual([...a.keys()]);
+  let largest = 0;
+  for (const [name, values] of a) {
+    const other = b.get(name)!;
+    for (let i = 0; i < values.length; i++) largest = Math.max(largest, Math.abs(values[i]! - other[i]!));
+  }
+  return largest;
 }
 
 function weights(file: string): Map<string, Float32Array> {
@@ -110,6 +124,24 @@ describe("ddp through learn()", () => {
       filesUnder(single.jobDir).filter((f) => f.startsWith("checkpoints")).sort(),
     );
     expect(readdirSync(ddp.jobDir).filter((f) => f.endsWith(".done"))).toHaveLength(1);
+  }, 240_000);
+
+  it("an out-of-memory on rank 1 only makes both ranks shrink and replay together", () => {
+    const plain = train(workspace(), 2, 32, 2, 5, { batcher: "power" });
+    // Rank 1 gets a simulated device holding 12 records: 32 and 16 do not fit there, 10 does.
+    const simulated = JSON.stringify({ capacity: 12_000, formula: "a*bs", coefficients: { a: 1000 }, ranks: [1] });
+    const shrunk = train(workspace(), 2, 32, 2, 5, { batcher: "power", env: { XPM_TORCH_SIMULATED_MEMORY: simulated } });
+    // The workers' warnings reach the launcher's stderr prefixed by their rank: rank 0 shrank
+    // because of rank 1, rank 1 because of its own device.
+    const replays = (rank: number) => shrunk.stderr.split("\n").filter((l) => l.startsWith(`[rank ${rank}] warning: out of memory`));
+    expect(replays(0)).toEqual([
+      "[rank 0] warning: out of memory with micro-batches of 32 record(s) on another rank: replaying the batch with micro-batches of 16",
+      "[rank 0] warning: out of memory with micro-batches of 16 record(s) on another rank: replaying the batch with micro-batches of 10",
+    ]);
+    expect(replays(1).map((l) => l.match(/of (\d+)$/)?.[1])).toEqual(["16", "10"]);
+    expect(replays(1)[0]).toMatch(/record\(s\) on simulated: replaying/);
+    expect(shrunk.epochs[0]!.train["batcher/micro_batches"]).toBe(4);
+    expect(largestDifference(plain.learned_model, shrunk.learned_model)).toBeLessThan(1e-5);
   }, 240_000);
 
   it("a worker killed with SIGKILL ends the run within 60 s with an error naming its rank", async () => {

@@ -10,6 +10,7 @@ import {
   LossTrainer,
   MlpScorer,
   PairwiseSampler,
+  PowerAdaptativeBatcher,
   ParameterOptimizer,
   Random,
   RankingValidationListener,
@@ -17,7 +18,9 @@ import {
   learn,
 } from "xpm-torch";
 
-const [workspace, ranks, batch, epochs, steps] = process.argv.slice(2).map((a, i) => (i === 0 ? a : Number(a)));
+const [workspace, ranks, batch, epochs, steps] = process.argv.slice(2, 7).map((a, i) => (i === 0 ? a : Number(a)));
+// An optional sixth argument picks the batcher: "power" for the PowerAdaptativeBatcher.
+const batcher = process.argv[7] === "power" ? { batcher: PowerAdaptativeBatcher.C({}) } : {};
 const data = (seed, num_queries) =>
   SyntheticLtrDataset.C({ signal_seed: 2026, seed, num_queries, docs_per_query: 20, num_features: 16, noise: 0.3 });
 const config = Learner.C({
@@ -28,6 +31,7 @@ const config = Learner.C({
     batch_size: batch,
     num_workers: 0,
     hooks: [HingeLoss.C({ margin: 1.0 })],
+    ...batcher,
   }),
   max_epochs: epochs,
   steps_per_epoch: steps,
@@ -46,7 +50,9 @@ try {
     if (!started) console.error(`training started in ${process.pid}`);
     started = true;
   };
-  const result = await learn(config, { workspace, onProgress, quiet: true });
+  const warnings = [];
+  const result = await learn(config, { workspace, onProgress, quiet: true, onWarning: (m) => warnings.push(m) });
+  if (warnings.length > 0) console.error(warnings.map((w) => `warning: ${w}`).join("\n"));
   if (!worker) process.stdout.write(JSON.stringify(result));
 } catch (error) {
   console.error(`${error.code}: ${error.message}`);

@@ -298,9 +298,28 @@ impl Batcher {
         &mut self,
         batch: &B,
         dims: &dyn DimsProvider<B>,
+        run: impl FnMut(&B, usize) -> Result<()>,
+        reset: impl FnMut() -> Result<()>,
+        warn: &mut dyn FnMut(String),
+    ) -> Result<BatchReport> {
+        self.process_agreed(batch, dims, run, reset, warn, &mut Ok)
+    }
+
+    /// [`Batcher::process`] for one rank of several: after each attempt of the
+    /// power-adaptative batcher, `agree(out_of_memory_here)` tells whether any rank ran out of
+    /// memory (an all-reduced flag), and then every rank shrinks and replays together, so the
+    /// ranks' collectives never fall out of step.
+    ///
+    /// # Errors
+    /// As [`Batcher::process`], and `agree`'s errors.
+    pub fn process_agreed<B: MicroBatchable>(
+        &mut self,
+        batch: &B,
+        dims: &dyn DimsProvider<B>,
         mut run: impl FnMut(&B, usize) -> Result<()>,
         mut reset: impl FnMut() -> Result<()>,
         warn: &mut dyn FnMut(String),
+        agree: &mut dyn FnMut(bool) -> Result<bool>,
     ) -> Result<BatchReport> {
         let n = batch.len();
         if n == 0 {
@@ -324,32 +343,42 @@ impl Batcher {
                         .chunks(size)
                         .map(<[usize]>::to_vec)
                         .collect();
-                    match run_groups(batch, dims, &groups, self.memory.as_mut(), &mut run) {
-                        Ok(()) => {
-                            return Ok(BatchReport {
-                                micro_batches: groups.len(),
-                                out_of_memory,
-                            })
-                        }
-                        Err(e) if is_out_of_memory(&e) => {
-                            out_of_memory += 1;
-                            self.memory.empty_cache()?;
-                            let Some(smaller) = shrinker.shrink() else {
-                                return Err(Error::Torch(TorchMessage(format!(
-                                    "{e} — the PowerAdaptativeBatcher ran out of memory even with \
-                                     micro-batches of 1 record: reduce the model or the records, \
-                                     or use a device with more memory"
-                                ))));
-                            };
-                            warn(format!(
-                                "out of memory with micro-batches of {size} record(s) on {}: \
-                                 replaying the batch with micro-batches of {smaller}",
-                                self.memory.describe()
-                            ));
-                            reset()?;
-                        }
-                        Err(e) => return Err(e),
+                    let error =
+                        match run_groups(batch, dims, &groups, self.memory.as_mut(), &mut run) {
+                            Ok(()) => None,
+                            Err(e) if is_out_of_memory(&e) => Some(e),
+                            Err(e) => return Err(e),
+                        };
+                    if !agree(error.is_some())? {
+                        return Ok(BatchReport {
+                            micro_batches: groups.len(),
+                            out_of_memory,
+                        });
                     }
+                    let here = error.is_some();
+                    let cause = error.map_or_else(
+                        || "another rank ran out of memory".to_string(),
+                        |e| e.to_string(),
+                    );
+                    out_of_memory += 1;
+                    self.memory.empty_cache()?;
+                    let Some(smaller) = shrinker.shrink() else {
+                        return Err(Error::Torch(TorchMessage(format!(
+                            "{cause} — the PowerAdaptativeBatcher ran out of memory even with \
+                             micro-batches of 1 record: reduce the model or the records, \
+                             or use a device with more memory"
+                        ))));
+                    };
+                    let place = if here {
+                        self.memory.describe()
+                    } else {
+                        "another rank".to_string()
+                    };
+                    warn(format!(
+                        "out of memory with micro-batches of {size} record(s) on {place}: \
+                         replaying the batch with micro-batches of {smaller}"
+                    ));
+                    reset()?;
                 }
             }
             Strategy::Predictive(p) => {

@@ -20,7 +20,11 @@ pub struct TrainerContext {
     logdir: Option<PathBuf>,
     loss_scale: Option<Tensor>,
     warnings: Vec<String>,
+    agreement: Option<Agreement>,
 }
+
+/// How the ranks of a distributed run agree on a branch: whether any rank passed `true`.
+pub type Agreement = Box<dyn Fn(bool) -> Result<bool>>;
 
 impl TrainerContext {
     /// A context before the first epoch; TensorBoard logs go to `logdir` when given.
@@ -34,6 +38,24 @@ impl TrainerContext {
             logdir,
             loss_scale: None,
             warnings: Vec::new(),
+            agreement: None,
+        }
+    }
+
+    /// Makes [`TrainerContext::any_rank`] ask every rank (distributed runs).
+    pub fn set_agreement(&mut self, agreement: Agreement) {
+        self.agreement = Some(agreement);
+    }
+
+    /// Whether any rank passed `true`: `flag` itself in a lone process. Every rank must call it
+    /// at the same point, or the run hangs until the collective times out.
+    ///
+    /// # Errors
+    /// When a peer died or hung.
+    pub fn any_rank(&self, flag: bool) -> Result<bool> {
+        match &self.agreement {
+            Some(agree) => agree(flag),
+            None => Ok(flag),
         }
     }
 

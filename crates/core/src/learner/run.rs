@@ -49,6 +49,7 @@ pub fn learn(
     runtime.apply()?;
     // Before anything random-dependent is built: the samplers need this rank's shard.
     let (dist, dist_warnings) = Distributed::join(&config.fabric_config)?;
+    let dist = std::rc::Rc::new(dist);
     for message in dist_warnings {
         observer.warning(&message);
         warnings.push(message);
@@ -84,6 +85,10 @@ pub fn learn(
     }
     let logdir = config.logpath.as_ref().filter(|_| dist.is_writer());
     let mut ctx = TrainerContext::new(logdir.map(PathBuf::from));
+    if dist.world() > 1 {
+        let group = dist.clone();
+        ctx.set_agreement(Box::new(move |flag| group.any_flag(flag)));
+    }
     ctx.set_loss_scale(run.scaler.as_ref().map(|s| s.scale().shallow_clone()));
     ctx.step = progress.step;
     ctx.restore_metrics(&progress.partial_metrics);

@@ -359,7 +359,8 @@ impl Trainer for LossTrainer {
         let mut warnings = Vec::new();
         let dims = &self.dims;
         let losses = &self.losses;
-        let report = self.batcher.process(
+        let agree_ctx = &ctx;
+        let report = self.batcher.process_agreed(
             &batch,
             &|b: &Batch, records: &[usize]| dims.dims(b, records),
             |micro, outer_count| {
@@ -380,6 +381,7 @@ impl Trainer for LossTrainer {
                 Ok(())
             },
             &mut |w| warnings.push(w),
+            &mut |flag| agree_ctx.borrow().any_rank(flag),
         )?;
         let ctx = ctx.into_inner();
         for w in warnings {
