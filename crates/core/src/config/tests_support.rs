@@ -42,3 +42,17 @@ pub(crate) fn scratch_dir() -> std::path::PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
+
+/// A CPU run's fabric configuration in `precision`, everything else by default.
+pub(crate) fn cpu_fabric(precision: &str) -> super::FabricConfiguration {
+    super::FabricConfiguration {
+        precision: precision.into(),
+        torch_fp32_precision: None,
+        num_nodes: 1,
+        devices: "auto".into(),
+        strategy: "auto".into(),
+        accelerator: "cpu".into(),
+        num_threads: None,
+        deterministic: None,
+    }
+}

@@ -42,7 +42,8 @@ pub trait Model: Send {
     /// Switches between training and evaluation behaviour (dropout, ...).
     fn set_training(&mut self, _training: bool) {}
 
-    /// Writes the parameters to a safetensors file, through a temporary file and a rename.
+    /// Writes the parameters to a safetensors file, in their dtype (float64 stays float64),
+    /// from host copies, through a temporary file and a rename.
     ///
     /// # Errors
     /// [`Error::Io`] or a libtorch error.
@@ -50,7 +51,12 @@ pub trait Model: Send {
         let params = self.named_parameters();
         let named: Vec<(&str, Tensor)> = params
             .iter()
-            .map(|p| Ok((p.name.as_str(), p.tensor.f_detach()?)))
+            .map(|p| {
+                Ok((
+                    p.name.as_str(),
+                    p.tensor.f_detach()?.f_to_device(tch::Device::Cpu)?,
+                ))
+            })
             .collect::<Result<_>>()?;
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;

@@ -1,12 +1,10 @@
-use std::path::Path;
-
-use tch::{Device, Tensor};
+use tch::Tensor;
 
 use super::Runtime;
 use crate::data::ScoreInput;
 use crate::losses::OutputType;
 use crate::models::{Model, NamedParameter};
-use crate::{Error, Result};
+use crate::Result;
 
 /// Moves every parameter of `model` to the runtime's device and parameter dtype, in place (as
 /// `module.to()` does: shared parameters stay one tensor, handles held elsewhere follow).
@@ -75,51 +73,22 @@ impl Model for PlacedModel {
     fn set_training(&mut self, training: bool) {
         self.inner.set_training(training);
     }
-
-    /// Saves in the parameter dtype (float64 stays float64), from host copies.
-    fn save(&self, path: &Path) -> Result<()> {
-        let params = self.inner.named_parameters();
-        let named: Vec<(&str, Tensor)> = params
-            .iter()
-            .map(|p| {
-                Ok((
-                    p.name.as_str(),
-                    p.tensor.f_detach()?.f_to_device(Device::Cpu)?,
-                ))
-            })
-            .collect::<Result<_>>()?;
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-        }
-        let tmp = crate::fsutil::temporary_sibling(path);
-        Tensor::write_safetensors(&named, &tmp)?;
-        std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use std::sync::{Arc, Mutex};
 
-    use tch::Kind;
+    use tch::{Device, Kind};
 
     use super::*;
-    use crate::config::{FabricConfiguration, MlpScorerConfig};
+    use crate::config::MlpScorerConfig;
     use crate::models::MlpScorer;
     use crate::rng::Rng;
     use crate::runtime::device::Hardware;
 
     fn runtime(precision: &str) -> Runtime {
-        let config = FabricConfiguration {
-            precision: precision.into(),
-            torch_fp32_precision: None,
-            num_nodes: 1,
-            devices: "auto".into(),
-            strategy: "auto".into(),
-            accelerator: "cpu".into(),
-            num_threads: None,
-            deterministic: None,
-        };
+        let config = crate::config::tests_support::cpu_fabric(precision);
         Runtime::for_hardware(&config, Hardware { cuda_devices: 0 })
             .unwrap()
             .0

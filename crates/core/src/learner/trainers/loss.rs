@@ -478,7 +478,7 @@ mod tests {
         use crate::batching::memory::SimulatedDevice;
         use crate::batching::{CostModel, Formula};
         use crate::config::{
-            BatchDimsProviderConfig, BatcherConfig, FabricConfiguration, NoParams, PackerConfig,
+            BatchDimsProviderConfig, BatcherConfig, NoParams, PackerConfig,
             PredictiveBatcherConfig, ProbePointConfig, Typed,
         };
         use crate::data::{PairwiseSampler, Shard};
@@ -513,16 +513,7 @@ mod tests {
                 &mut Rng::new(5),
             )
             .unwrap();
-            let config = FabricConfiguration {
-                precision: "64-true".into(),
-                torch_fp32_precision: None,
-                num_nodes: 1,
-                devices: "auto".into(),
-                strategy: "auto".into(),
-                accelerator: "cpu".into(),
-                num_threads: None,
-                deterministic: None,
-            };
+            let config = crate::config::tests_support::cpu_fabric("64-true");
             let runtime = Runtime::from_config(&config).unwrap().0;
             Box::new(PlacedModel::new(Box::new(mlp), runtime).unwrap())
         }
