@@ -76,6 +76,9 @@ describe("models through the binding", () => {
     b.forEach((v, i) => expect(v).toBeCloseTo(a[i]!, 5));
     const c = loadModel(dirname(dirname(result.learned_model!))).score(records);
     expect(c).toEqual(a);
+    // The same scores on the CPU named explicitly; a GPU this machine lacks is a typed error.
+    expect(loadModel(result.learned_model!, { device: "cpu" }).score(records)).toEqual(a);
+    expect(() => loadModel(result.learned_model!, { device: "cuda:99" })).toThrow(/^device: CUDA device 99 is not available/);
     // Another checkpoint holds other weights.
     const first = loadModel(dirname(dirname(result.checkpoints["1"]!))).score(records);
     expect(first).not.toEqual(a);

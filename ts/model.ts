@@ -35,6 +35,8 @@ export interface LoadModelOptions {
   readonly model?: ModelConfig;
   /** Rows scored at once (default 256). */
   readonly batchSize?: number;
+  /** Where to score: `cpu`, `cuda`, `cuda:<n>`, or `auto` (the first GPU when there is one; the default). */
+  readonly device?: "cpu" | "cuda" | "auto" | `cuda:${number}`;
 }
 
 /** A trained model, ready to score. */
@@ -49,7 +51,7 @@ export interface TrainedModel {
 
 /** The native model handle (see crates/node-binding/src/model.rs). */
 interface NativeModelHandle {
-  open(configJson: string, weights: string): string;
+  open(configJson: string, weights: string, device?: string | null): string;
   scoreFeatures(values: Float32Array, rows: number, width: number, batchSize: number): string;
   scoreText(pairsJson: string, batchSize: number): string;
 }
@@ -109,7 +111,7 @@ export function loadModel(source: string | ModuleLoaderConfig, options: LoadMode
   const { binding } = loadNative();
   const Native = (binding as unknown as { NativeModel: new () => NativeModelHandle }).NativeModel;
   const handle = new Native();
-  unwrapOutcome(handle.open(JSON.stringify(toWire(model)), weights));
+  unwrapOutcome(handle.open(JSON.stringify(toWire(model)), weights, options.device ?? "auto"));
   const scoreText = (pairs: readonly TokenPair[]): Float32Array =>
     Float32Array.from(
       unwrapOutcome<number[]>(

@@ -4,7 +4,7 @@ use napi::bindgen_prelude::Float32Array;
 use napi_derive::napi;
 use serde_json::json;
 use xpm_torch_core::data::ScoreInput;
-use xpm_torch_core::models::{features_input, text_input, TrainedModel};
+use xpm_torch_core::models::{features_input, scoring_device, text_input, TrainedModel};
 use xpm_torch_core::Error;
 
 use crate::outcome;
@@ -52,10 +52,14 @@ impl NativeModel {
         NativeModel { model: None }
     }
 
-    /// Builds the model of `config_json` and loads `weights`; returns the outcome JSON.
+    /// Builds the model of `config_json`, loads `weights` and places it on `device` (`cpu`,
+    /// `cuda`, `cuda:<n>` or `auto`; default `cpu`); returns the outcome JSON.
     #[napi]
-    pub fn open(&mut self, config_json: String, weights: String) -> String {
-        let opened = catch(|| TrainedModel::open(&config_json, Path::new(&weights)));
+    pub fn open(&mut self, config_json: String, weights: String, device: Option<String>) -> String {
+        let opened = catch(|| {
+            let device = scoring_device(device.as_deref().unwrap_or("cpu"))?;
+            TrainedModel::open_on(&config_json, Path::new(&weights), device)
+        });
         outcome::to_json(opened.map(|m| {
             self.model = Some(m);
             serde_json::Value::Null

@@ -10,6 +10,45 @@ use crate::{Error, Result};
 /// evaluation mode (no dropout).
 pub struct TrainedModel {
     model: Box<dyn Model>,
+    device: tch::Device,
+}
+
+/// The device `name` names: `cpu`, `cuda`, `cuda:<n>`, or `auto` (the first GPU when there is
+/// one, else the CPU).
+///
+/// # Errors
+/// [`Error::Config`] (path `device`) for another name or a GPU this machine does not have.
+pub fn scoring_device(name: &str) -> Result<tch::Device> {
+    let gpus = tch::Cuda::device_count().max(0) as usize;
+    let cuda = |index: usize| {
+        if index < gpus {
+            Ok(tch::Device::Cuda(index))
+        } else {
+            Err(Error::config(
+                "device",
+                format!(
+                    "CUDA device {index} is not available (this machine has {gpus}): score on \
+                     \"cpu\" or \"auto\""
+                ),
+            ))
+        }
+    };
+    match name {
+        "cpu" => Ok(tch::Device::Cpu),
+        "auto" => Ok(if gpus > 0 {
+            tch::Device::Cuda(0)
+        } else {
+            tch::Device::Cpu
+        }),
+        "cuda" => cuda(0),
+        other => match other.strip_prefix("cuda:").and_then(|n| n.parse().ok()) {
+            Some(index) => cuda(index),
+            None => Err(Error::config(
+                "device",
+                format!("unknown device {other:?}: use cpu, cuda, cuda:<n> or auto"),
+            )),
+        },
+    }
 }
 
 impl TrainedModel {
@@ -20,13 +59,29 @@ impl TrainedModel {
     /// [`Error::Config`] for a configuration that is not a model (path `model`),
     /// [`Error::Checkpoint`] for weights that do not fit (see [`load_weights`]).
     pub fn open(config_json: &str, weights: &Path) -> Result<Self> {
+        Self::open_on(config_json, weights, tch::Device::Cpu)
+    }
+
+    /// [`TrainedModel::open`], with the parameters on `device` (see [`scoring_device`]).
+    ///
+    /// # Errors
+    /// As [`TrainedModel::open`], and a libtorch error while moving the parameters.
+    pub fn open_on(config_json: &str, weights: &Path, device: tch::Device) -> Result<Self> {
         let config: ModelConfig = serde_json::from_str(config_json)
             .map_err(|e| Error::config("model", format!("not a model configuration: {e}")))?;
         config.validate("model")?;
         let mut model = build(&config, &mut Rng::new(0), "model")?;
         load_weights(model.as_ref(), weights)?;
         model.set_training(false);
-        Ok(TrainedModel { model })
+        if device != tch::Device::Cpu {
+            let _no_grad = tch::no_grad_guard();
+            for p in model.named_parameters() {
+                let mut tensor = p.tensor;
+                let moved = tensor.f_detach()?.f_to_device(device)?;
+                tensor.f_set_data(&moved)?;
+            }
+        }
+        Ok(TrainedModel { model, device })
     }
 
     /// Scores of every row of `input`, `batch_size` rows at a time, without gradients.
@@ -43,7 +98,7 @@ impl TrainedModel {
             let end = (start + step).min(rows);
             let index =
                 tch::Tensor::f_arange_start(start, end, (tch::Kind::Int64, tch::Device::Cpu))?;
-            let batch = input.select(&index)?;
+            let batch = input.select(&index)?.to_device(self.device)?;
             let out = self
                 .model
                 .forward(&batch)?
@@ -108,4 +163,23 @@ pub fn text_input(queries: &[Vec<i64>], documents: &[Vec<i64>]) -> Result<ScoreI
         query: q.batch(0..q.len())?,
         document: d.batch(0..d.len())?,
     })
+}
+
+#[cfg(test)]
+mod device_tests {
+    use super::*;
+
+    #[test]
+    fn devices_are_named_and_absent_gpus_refused() {
+        assert_eq!(scoring_device("cpu").unwrap(), tch::Device::Cpu);
+        let auto = scoring_device("auto").unwrap();
+        assert_eq!(auto.is_cuda(), tch::Cuda::device_count() > 0);
+        let err = scoring_device("cuda:99").unwrap_err().to_string();
+        assert!(
+            err.starts_with("device: CUDA device 99 is not available"),
+            "{err}"
+        );
+        let err = scoring_device("tpu").unwrap_err().to_string();
+        assert!(err.contains("unknown device \"tpu\""), "{err}");
+    }
 }
