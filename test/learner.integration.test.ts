@@ -249,6 +249,44 @@ describe("micro-batching", () => {
     }
   });
 
+  it("a BatchDimsProvider written in TypeScript gives the formula's variables and builds the probe batches", async () => {
+    const { PredictiveBatcher, ProbePoint, defineBatchDimsProvider } = await import("../ts/index.js");
+    const { sealedSet } = await import("../ts/config/types.js");
+    const calls = { dims: 0, records: 0, probes: [] as string[] };
+    const PositiveDims = defineBatchDimsProvider(
+      "tests.PositiveFeatureDims",
+      {},
+      {
+        kind: "pairwise",
+        computeBatchDims(_self, records) {
+          calls.dims += 1;
+          calls.records += records.length;
+          const positives = records.map((r) => Array.from(r.positive).filter((v) => v > 0).length);
+          return { bs: records.length, h: Math.max(...positives) };
+        },
+        buildProbeBatch(_self, dims) {
+          calls.probes.push(`${dims.bs}x${dims.h}`);
+          const features = Array.from({ length: 16 }, (_, i) => (i < dims.h! ? 1 : -1));
+          return Array.from({ length: dims.bs! }, () => ({ positive: features, negative: features }));
+        },
+      },
+    );
+    const probe = (bs: number, h: number) => ProbePoint.C({ values: { bs, h } });
+    const batcher = PredictiveBatcher.C({
+      formula: "a*bs*h + c",
+      coefficient_names: ["a", "c"],
+      variable_names: ["bs", "h"],
+      dims_provider: PositiveDims.C({ probe_dims: sealedSet(probe(16, 4), probe(64, 8), probe(128, 16)) }),
+    });
+    const config = withTrainer(demoLearner({ max_epochs: 2, steps_per_epoch: 20 }), { batcher, batch_size: 128 });
+    const result = await learn(config, { workspace: workspace(), quiet: true });
+    expect(calls.probes.sort()).toEqual(["128x16", "16x4", "64x8"]);
+    // The uniform packer reads the dimensions of each outer batch once, with all its records.
+    expect(calls.dims).toBe(40);
+    expect(calls.records).toBe(40 * 128);
+    expect(result.epochs[1]!.step).toBe(40);
+  });
+
   it("refuses a formula variable the built-in records do not give, naming the batcher", async () => {
     const { PredictiveBatcher, BatchDimsProvider, ProbePoint } = await import("../ts/index.js");
     const { sealedSet } = await import("../ts/config/types.js");

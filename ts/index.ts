@@ -12,6 +12,8 @@ export * as types from "./config/types.js";
 export { identifierOf, markAsOutputOf, setMeta } from "./config/identity.js";
 export * from "./errors.js";
 export {
+  defineBatchDimsProvider,
+  type DimsProviderBehaviour,
   defineSampler,
   inMemoryLtrDataset,
   type InMemoryArrays,

@@ -9,7 +9,16 @@ import type { Learner } from "./config/classes/learner.js";
 import { TYPE_KEY, configClassOf } from "./config/class.js";
 import { JS_DATASET, JS_HOOK, JS_LISTENER, JS_SAMPLER, type Wire, toWire } from "./config/wire.js";
 import { InMemoryLtrDataset } from "./config/classes/builtin.js";
-import { RecordStream, type SamplerKind, packRecords, packedDataset, samplerBehaviour } from "./samplers.js";
+import {
+  type DimsProviderBehaviour,
+  RecordStream,
+  type SamplerKind,
+  dimsProviderBehaviour,
+  packRecords,
+  packedDataset,
+  samplerBehaviour,
+  unpackRecords,
+} from "./samplers.js";
 import { type HookBehaviour, type HookState, hookBehaviour } from "./hooks.js";
 import { DistributedError, type NativeErrorPayload, fromNative } from "./errors.js";
 import { type ListenerBehaviour, type ListenerState, listenerBehaviour, toReply } from "./listeners.js";
@@ -130,7 +139,9 @@ type NativeEvent =
   | { kind: "data"; replyId: number; request: DataRequest };
 type DataRequest =
   | { kind: "dataset"; key: string }
-  | { kind: "records"; key: string; start: number; count: number; rank: number; world: number };
+  | { kind: "records"; key: string; start: number; count: number; rank: number; world: number }
+  | { kind: "dims"; key: string; records: Record<string, unknown> }
+  | { kind: "probe"; key: string; dims: Record<string, number> };
 type StoredResult = Omit<LearnResult, "jobDir" | "identifier" | "cached" | "loaders">;
 
 /** The Learner's output as loaders marked as its outputs. */
@@ -196,6 +207,7 @@ interface JsSide {
   readonly hooks: Map<string, { config: object; behaviour: HookBehaviour<object> }>;
   readonly samplers: Map<string, { kind: SamplerKind; stream: RecordStream }>;
   readonly datasets: Map<string, object>;
+  readonly providers: Map<string, { config: object; behaviour: DimsProviderBehaviour<object, SamplerKind> }>;
   /** The Learner's seed, given to samplers. */
   readonly seed: number;
 }
@@ -215,6 +227,13 @@ function standIns(side: JsSide): (config: object) => Wire | undefined {
       const key = `${side.samplers.size}:${typeId}`;
       side.samplers.set(key, { kind: sampler.kind, stream: new RecordStream(config, sampler, side.seed) });
       return { [TYPE_KEY]: JS_SAMPLER, key, class: typeId, kind: sampler.kind };
+    }
+    const provider = dimsProviderBehaviour(config);
+    if (provider) {
+      const key = `${side.providers.size}:${typeId}`;
+      side.providers.set(key, { config, behaviour: provider });
+      const probes = [...(config as { probe_dims: ReadonlySet<object> }).probe_dims].map((p) => toWire(p));
+      return { [TYPE_KEY]: "xpm_torch.batchers.BatchDimsProvider", probe_dims: probes, js_key: key };
     }
     if (InMemoryLtrDataset.is(config)) {
       const key = `${side.datasets.size}:${config.id}`;
@@ -262,6 +281,19 @@ async function answerData(side: JsSide, request: DataRequest): Promise<unknown> 
     if (!packed) throw new Error(`no arrays for in-memory dataset ${JSON.stringify(request.key)}: create it with inMemoryLtrDataset({...})`);
     return packed;
   }
+  if (request.kind === "dims" || request.kind === "probe") {
+    const provider = side.providers.get(request.key);
+    if (!provider) throw new Error(`no TypeScript dims provider with key ${JSON.stringify(request.key)}`);
+    if (request.kind === "probe") {
+      const records = provider.behaviour.buildProbeBatch(provider.config, request.dims);
+      return packRecords(provider.behaviour.kind, [...records]);
+    }
+    const dims = provider.behaviour.computeBatchDims(provider.config, unpackRecords(request.records) as never);
+    for (const [name, value] of Object.entries(dims)) {
+      if (!Number.isInteger(value) || value < 0) throw new Error(`computeBatchDims gave ${name} = ${value}, not a whole number`);
+    }
+    return dims;
+  }
   const sampler = side.samplers.get(request.key);
   if (!sampler) throw new Error(`no TypeScript sampler with key ${JSON.stringify(request.key)}`);
   const records = await sampler.stream.take(request.start, request.count, request.rank, request.world);
@@ -270,7 +302,7 @@ async function answerData(side: JsSide, request: DataRequest): Promise<unknown> 
 
 async function train(config: LearnerConfig, job: Job, options: LearnOptions): Promise<StoredResult> {
   const { binding } = loadNative();
-  const side: JsSide = { listeners: new Map(), hooks: new Map(), samplers: new Map(), datasets: new Map(), seed: config.random.seed };
+  const side: JsSide = { listeners: new Map(), hooks: new Map(), samplers: new Map(), datasets: new Map(), providers: new Map(), seed: config.random.seed };
   const display = options.quiet
     ? undefined
     : (options.progress ?? createProgressDisplay(process.stderr, { maxEpochs: config.max_epochs, stepsPerEpoch: config.steps_per_epoch }));

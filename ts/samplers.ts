@@ -1,5 +1,6 @@
 import { type ClassOptions, type Config, type ConfigClass, defineConfig, lookupByClass } from "./config/class.js";
 import { Sampler } from "./config/classes/base.js";
+import { BatchDimsProvider } from "./config/classes/batchers.js";
 import { InMemoryLtrDataset } from "./config/classes/builtin.js";
 import type { ConfigOf } from "./config/class.js";
 import type { Params, ValuesOf } from "./config/declare.js";
@@ -223,4 +224,75 @@ export class RecordStream {
     this.local += 1;
     return record;
   }
+}
+
+/** The behaviour of a `BatchDimsProvider` written in TypeScript, for a `PredictiveBatcher`. */
+export interface DimsProviderBehaviour<V, K extends SamplerKind> {
+  /** The records it reads: those of the trainer's sampler. */
+  readonly kind: K;
+  /** The formula variables of a group of records, e.g. `{ bs: records.length, l: longest }`. */
+  computeBatchDims(self: V, records: readonly RecordOf<K>[]): Readonly<Record<string, number>>;
+  /** Records whose memory cost is that of a batch of `dims` (the probes measured before training). */
+  buildProbeBatch(self: V, dims: Readonly<Record<string, number>>): readonly RecordOf<K>[];
+}
+
+type AnyDimsBehaviour = DimsProviderBehaviour<never, SamplerKind>;
+const dimsBehaviours = new WeakMap<object, AnyDimsBehaviour>();
+
+/**
+ * Declares a `BatchDimsProvider` whose `computeBatchDims` and `buildProbeBatch` are written in
+ * TypeScript: the core calls them while probing memory and while packing micro-batches (once per
+ * candidate group with the AdaptivePacker, once per outer batch with the UniformPacker).
+ */
+export function defineBatchDimsProvider<const Id extends string, P extends Params, K extends SamplerKind>(
+  typeId: Id,
+  params: P,
+  behaviour: DimsProviderBehaviour<Config<Id, ValuesOf<(typeof BatchDimsProvider)["params"] & P>>, K>,
+  options: Omit<ClassOptions<(typeof BatchDimsProvider)["params"] & P>, "extends"> = {},
+): ConfigClass<Id, (typeof BatchDimsProvider)["params"] & P> {
+  const cls = defineConfig(typeId, params, { ...options, extends: BatchDimsProvider } as never) as unknown as ConfigClass<
+    Id,
+    (typeof BatchDimsProvider)["params"] & P
+  >;
+  dimsBehaviours.set(cls, behaviour as AnyDimsBehaviour);
+  return cls;
+}
+
+/** The TypeScript behaviour of a dims provider configuration, if it has one. */
+export function dimsProviderBehaviour(config: object): DimsProviderBehaviour<object, SamplerKind> | undefined {
+  return lookupByClass(dimsBehaviours, config) as DimsProviderBehaviour<object, SamplerKind> | undefined;
+}
+
+const floatsOf = (text: string): Float32Array => {
+  const bytes = Buffer.from(text, "base64");
+  return new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
+};
+
+const rowsOf = (values: Float32Array, count: number): Float32Array[] => {
+  const width = count === 0 ? 0 : values.length / count;
+  return Array.from({ length: count }, (_, i) => values.subarray(i * width, (i + 1) * width));
+};
+
+const sequencesOf = (packed: Record<string, unknown>, name: string): number[][] => {
+  const ids = packed[name] as number[];
+  const lengths = packed[`${name}Lengths`] as number[];
+  let at = 0;
+  return lengths.map((len) => ids.slice(at, (at += len)));
+};
+
+/** Records packed by the core (the inverse of {@link packRecords}). */
+export function unpackRecords(packed: Record<string, unknown>): unknown[] {
+  const count = packed.count as number;
+  if (packed.type === "pairwise") {
+    const positive = rowsOf(floatsOf(packed.positive as string), count);
+    const negative = rowsOf(floatsOf(packed.negative as string), count);
+    return positive.map((p, i) => ({ positive: p, negative: negative[i]! }));
+  }
+  if (packed.type === "pointwise") {
+    const features = rowsOf(floatsOf(packed.features as string), count);
+    const relevance = floatsOf(packed.relevance as string);
+    return features.map((f, i) => ({ features: f, relevance: relevance[i]! }));
+  }
+  const [query, positive, negative] = ["query", "positive", "negative"].map((n) => sequencesOf(packed, n));
+  return query!.map((q, i) => ({ query: q, positive: positive![i]!, negative: negative![i]! }));
 }

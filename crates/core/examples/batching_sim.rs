@@ -88,6 +88,7 @@ fn predictive(packer: PackerConfig, probes: &[(u64, u64)]) -> BatcherConfig {
                     })
                 })
                 .collect(),
+            js_key: None,
         }),
         packer,
     })

@@ -131,6 +131,7 @@ fn predictive(packer: PackerConfig) -> BatcherConfig {
         min_batch_size: 1,
         dims_provider: Typed(BatchDimsProviderConfig {
             probe_dims: vec![probe(1, 16), probe(2, 32), probe(4, 64), probe(2, 8)],
+            js_key: None,
         }),
         packer,
     })

@@ -46,6 +46,7 @@ fn predictive_config(probes: &[(u64, u64)], packer: PackerConfig) -> PredictiveB
                     })
                 })
                 .collect(),
+            js_key: None,
         }),
         packer,
     }

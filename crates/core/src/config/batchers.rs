@@ -48,6 +48,10 @@ pub struct PredictiveBatcherConfig {
 pub struct BatchDimsProviderConfig {
     /// Points at which memory is probed.
     pub probe_dims: Vec<Typed<ProbePointConfig>>,
+    /// The key of a provider written in TypeScript, whose `computeBatchDims` and
+    /// `buildProbeBatch` run on the JavaScript side.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub js_key: Option<String>,
 }
 
 /// `xpm_torch.batchers.ProbePoint`.

@@ -208,31 +208,7 @@ impl Sampler for JsSampler {
                 "{what}: asked for {size} records, got {rows}"
             )));
         }
-        Ok(match reply["type"].as_str() {
-            Some("pairwise") => Batch::Pairwise(PairwiseBatch {
-                positive: Self::features(&reply, "positive", rows, &what)?,
-                negative: Self::features(&reply, "negative", rows, &what)?,
-            }),
-            Some("pointwise") => Batch::Pointwise(PointwiseBatch {
-                input: Self::features(&reply, "features", rows, &what)?,
-                relevance: Tensor::f_from_slice(&floats(&reply, "relevance", &what)?)?,
-            }),
-            Some("triplets") => {
-                let all: Vec<usize> = (0..rows).collect();
-                super::TokenTriplets {
-                    query: Self::tokens(&reply, "query", rows, &what)?,
-                    positive: Self::tokens(&reply, "positive", rows, &what)?,
-                    negative: Self::tokens(&reply, "negative", rows, &what)?,
-                }
-                .batch(&all)
-                .map(Batch::Pairwise)?
-            }
-            other => {
-                return Err(Error::Callback(format!(
-                    "{what}: unknown record type {other:?}"
-                )))
-            }
-        })
+        records_batch(&reply, rows, &what)
     }
 
     fn position(&self) -> Value {
@@ -260,9 +236,144 @@ impl Sampler for JsSampler {
     }
 }
 
+/// The batch a reply of packed records (`type`: `pairwise`, `pointwise` or `triplets`) holds.
+///
+/// # Errors
+/// [`Error::Callback`] for a malformed reply; a libtorch error.
+pub fn records_batch(reply: &Value, rows: usize, what: &str) -> Result<Batch> {
+    Ok(match reply["type"].as_str() {
+        Some("pairwise") => Batch::Pairwise(PairwiseBatch {
+            positive: JsSampler::features(reply, "positive", rows, what)?,
+            negative: JsSampler::features(reply, "negative", rows, what)?,
+        }),
+        Some("pointwise") => Batch::Pointwise(PointwiseBatch {
+            input: JsSampler::features(reply, "features", rows, what)?,
+            relevance: Tensor::f_from_slice(&floats(reply, "relevance", what)?)?,
+        }),
+        Some("triplets") => {
+            let all: Vec<usize> = (0..rows).collect();
+            super::TokenTriplets {
+                query: JsSampler::tokens(reply, "query", rows, what)?,
+                positive: JsSampler::tokens(reply, "positive", rows, what)?,
+                negative: JsSampler::tokens(reply, "negative", rows, what)?,
+            }
+            .batch(&all)
+            .map(Batch::Pairwise)?
+        }
+        other => {
+            return Err(Error::Callback(format!(
+                "{what}: unknown record type {other:?}"
+            )))
+        }
+    })
+}
+
+/// Standard base64 of `bytes`.
+fn base64_text(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let mut acc = [0u8; 3];
+        acc[..chunk.len()].copy_from_slice(chunk);
+        let n = u32::from_be_bytes([0, acc[0], acc[1], acc[2]]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(DIGITS[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+fn packed_features(input: &ScoreInput, what: &str) -> Result<String> {
+    let ScoreInput::Features(f) = input else {
+        return Err(Error::Callback(format!("{what}: expected feature vectors")));
+    };
+    let values = Vec::<f32>::try_from(f.f_to_kind(Kind::Float)?.f_flatten(0, -1)?)?;
+    let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    Ok(base64_text(&bytes))
+}
+
+fn packed_tokens(
+    tokens: &super::Tokens,
+    name: &str,
+    out: &mut serde_json::Map<String, Value>,
+) -> Result<()> {
+    let lengths = Vec::<i64>::try_from(&tokens.lengths)?;
+    let width = tokens.ids.size().get(1).copied().unwrap_or(0) as usize;
+    let ids = Vec::<i64>::try_from(tokens.ids.f_flatten(0, -1)?)?;
+    let mut flat = Vec::new();
+    for (row, len) in lengths.iter().enumerate() {
+        flat.extend_from_slice(&ids[row * width..row * width + *len as usize]);
+    }
+    out.insert(name.into(), json!(flat));
+    out.insert(format!("{name}Lengths"), json!(lengths));
+    Ok(())
+}
+
+/// Records of a batch packed as a TypeScript sampler packs them (the inverse of
+/// [`records_batch`]), for code on the JavaScript side that reads records.
+///
+/// # Errors
+/// [`Error::Config`] for batchwise groups; a libtorch error.
+pub fn packed_records(batch: &Batch, what: &str) -> Result<Value> {
+    let count = batch.len();
+    Ok(match batch {
+        Batch::Pairwise(b) => match (&b.positive, &b.negative) {
+            (ScoreInput::Features(_), _) => json!({
+                "type": "pairwise",
+                "count": count,
+                "positive": packed_features(&b.positive, what)?,
+                "negative": packed_features(&b.negative, what)?,
+            }),
+            (
+                ScoreInput::Text { query, document },
+                ScoreInput::Text {
+                    document: negative, ..
+                },
+            ) => {
+                let mut out = serde_json::Map::new();
+                out.insert("type".into(), json!("triplets"));
+                out.insert("count".into(), json!(count));
+                packed_tokens(query, "query", &mut out)?;
+                packed_tokens(document, "positive", &mut out)?;
+                packed_tokens(negative, "negative", &mut out)?;
+                Value::Object(out)
+            }
+            _ => return Err(Error::Callback(format!("{what}: mixed record inputs"))),
+        },
+        Batch::Pointwise(b) => {
+            let relevance = Vec::<f32>::try_from(b.relevance.f_to_kind(Kind::Float)?)?;
+            let bytes: Vec<u8> = relevance.iter().flat_map(|v| v.to_le_bytes()).collect();
+            json!({
+                "type": "pointwise",
+                "count": count,
+                "features": packed_features(&b.input, what)?,
+                "relevance": base64_text(&bytes),
+            })
+        }
+        Batch::Batchwise(_) => {
+            return Err(Error::config(
+                what,
+                "providers written in TypeScript read pairwise and pointwise records, not batchwise groups",
+            ))
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn base64_round_trips() {
+        for bytes in [&b""[..], b"h", b"hi", b"hello", &[0, 255, 17, 3]] {
+            assert_eq!(base64_bytes(&base64_text(bytes), "t").unwrap(), bytes);
+        }
+        assert_eq!(base64_text(b"hello"), "aGVsbG8=");
+    }
 
     #[test]
     fn base64_decodes_padded_and_unpadded_text() {

@@ -205,7 +205,7 @@ fn loss_trainer(
     )?;
     Ok(Box::new(LossTrainer {
         batcher,
-        dims: RecordDims::new(&config.batcher, &batcher_path)?,
+        dims: RecordDims::new(&config.batcher, js, &batcher_path)?,
         // `num_workers` batches are prepared ahead by one producer thread: the batches are the
         // same whatever their number.
         batches: BatchSource::new(

@@ -542,6 +542,7 @@ mod tests {
                 min_batch_size: 1,
                 dims_provider: Typed(BatchDimsProviderConfig {
                     probe_dims: vec![probe(1), probe(2), probe(4)],
+                    js_key: None,
                 }),
                 packer,
             })
@@ -569,7 +570,7 @@ mod tests {
                 losses,
                 batcher: Batcher::new(config, BATCH, Box::new(device(capacity)), "t.batcher")
                     .unwrap(),
-                dims: RecordDims::new(config, "t.batcher").unwrap(),
+                dims: RecordDims::new(config, &None, "t.batcher").unwrap(),
             };
             let mut ctx = TrainerContext::new(None);
             trainer.prepare(model.as_ref(), &mut ctx).unwrap();

@@ -2,12 +2,15 @@
 //! [`MicroBatchable`] of [`Batch`]), the formula variables of a group of records, and probe
 //! batches of given dimensions.
 
+use std::sync::Arc;
+
+use serde_json::json;
 use tch::{Device, Tensor};
 
 use crate::batching::memory::{CpuMemory, CudaMemory, MemoryProbe, SimulatedDevice};
 use crate::batching::{Dims, MicroBatchable};
 use crate::config::BatcherConfig;
-use crate::data::{Batch, ScoreInput, Tokens};
+use crate::data::{packed_records, records_batch, Batch, JsData, ScoreInput, Tokens};
 use crate::{Error, Result};
 
 impl MicroBatchable for Batch {
@@ -23,10 +26,12 @@ impl MicroBatchable for Batch {
 /// The variables the built-in records provide: the batch-size variable (records of the group)
 /// and `l`, the longest (query + document) token count of the group for token records, the
 /// feature count for feature records.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(crate) struct RecordDims {
     batch_size_variable: String,
     uses_length: bool,
+    /// A provider written in TypeScript: the way to it and its key.
+    js: Option<(Arc<dyn JsData>, String)>,
 }
 
 /// The name of the length variable.
@@ -34,14 +39,28 @@ const LENGTH: &str = "l";
 
 impl RecordDims {
     /// The provider for a batcher configuration, or an error naming a variable it cannot give.
-    pub fn new(config: &BatcherConfig, path: &str) -> Result<Self> {
+    pub fn new(config: &BatcherConfig, js: &Option<Arc<dyn JsData>>, path: &str) -> Result<Self> {
         let BatcherConfig::Predictive(p) = config else {
             // Only a simulated memory device asks these batchers for dimensions.
             return Ok(RecordDims {
                 batch_size_variable: "bs".into(),
                 uses_length: true,
+                js: None,
             });
         };
+        if let Some(key) = &p.dims_provider.js_key {
+            let js = js.clone().ok_or_else(|| {
+                Error::config(
+                    format!("{path}.dims_provider"),
+                    "this provider is written in TypeScript, but the run has no JavaScript side",
+                )
+            })?;
+            return Ok(RecordDims {
+                batch_size_variable: p.batch_size_variable.clone(),
+                uses_length: false,
+                js: Some((js, key.clone())),
+            });
+        }
         if let Some(other) = p
             .variable_names
             .iter()
@@ -59,11 +78,33 @@ impl RecordDims {
         Ok(RecordDims {
             batch_size_variable: p.batch_size_variable.clone(),
             uses_length: p.variable_names.iter().any(|v| v == LENGTH),
+            js: None,
         })
     }
 
     /// The dimensions of `records` of `batch`.
     pub fn dims(&self, batch: &Batch, records: &[usize]) -> Result<Dims> {
+        if let Some((js, key)) = &self.js {
+            let what = format!("dims provider {key:?}");
+            let group = batch.select(records)?;
+            let reply = js.request(
+                json!({ "kind": "dims", "key": key, "records": packed_records(&group, &what)? }),
+                &what,
+            )?;
+            return reply
+                .as_object()
+                .ok_or_else(|| Error::Callback(format!("{what}: computeBatchDims gave {reply}")))?
+                .iter()
+                .map(|(name, v)| {
+                    let value = v.as_u64().ok_or_else(|| {
+                        Error::Callback(format!(
+                            "{what}: computeBatchDims gave {name} = {v}, not a whole number"
+                        ))
+                    })?;
+                    Ok((name.clone(), value))
+                })
+                .collect();
+        }
         let mut dims = Dims::new();
         dims.insert(self.batch_size_variable.clone(), records.len() as u64);
         if self.uses_length {
@@ -138,6 +179,17 @@ fn with_length(input: &ScoreInput, l: i64) -> Result<ScoreInput> {
 /// A batch of `dims` records made from `template`'s records (repeated as needed) and, for token
 /// records, of length `l`: what the predictive batcher measures.
 pub(crate) fn probe_batch(template: &Batch, provider: &RecordDims, dims: &Dims) -> Result<Batch> {
+    if let Some((js, key)) = &provider.js {
+        let what = format!("dims provider {key:?}");
+        let reply = js.request(json!({ "kind": "probe", "key": key, "dims": dims }), &what)?;
+        let rows = reply["count"].as_u64().unwrap_or(0) as usize;
+        if rows == 0 {
+            return Err(Error::Callback(format!(
+                "{what}: buildProbeBatch gave no record for {dims:?}"
+            )));
+        }
+        return records_batch(&reply, rows, &what);
+    }
     let size = dims
         .get(&provider.batch_size_variable)
         .copied()
