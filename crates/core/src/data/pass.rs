@@ -27,13 +27,6 @@ impl Shard {
         }
         Ok(Shard { rank, world })
     }
-
-    /// The contiguous range of `0..len` this shard reads when data is read in order: shard `i`
-    /// of `n` gets `[⌊len·i/n⌋, ⌊len·(i+1)/n⌋)`, so the shards cover the data exactly once.
-    pub fn range(&self, len: usize) -> std::ops::Range<usize> {
-        let bound = |i: usize| (len as u128 * i as u128 / self.world as u128) as usize;
-        bound(self.rank)..bound(self.rank + 1)
-    }
 }
 
 /// Where a [`ShuffledPass`] is, for checkpoints.
@@ -177,19 +170,6 @@ mod tests {
         let other_rank = Shard::new(0, 3).unwrap();
         let mut c = ShuffledPass::new(11, Rng::new(1), other_rank, "s").unwrap();
         assert!(c.restore(a.position(), "s").is_err());
-    }
-
-    #[test]
-    fn contiguous_ranges_cover_the_data_exactly_once() {
-        for world in 1..=5 {
-            for len in 0..12 {
-                let mut all = Vec::new();
-                for rank in 0..world {
-                    all.extend(Shard::new(rank, world).unwrap().range(len));
-                }
-                assert_eq!(all, (0..len).collect::<Vec<_>>());
-            }
-        }
     }
 
     #[test]

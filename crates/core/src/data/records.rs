@@ -1,4 +1,4 @@
-use tch::{Device, Kind, Tensor};
+use tch::{Kind, Tensor};
 
 use super::ScoreInput;
 use crate::Result;
@@ -117,36 +117,6 @@ impl Batch {
             }
         })
     }
-
-    /// The same records on `device`.
-    ///
-    /// # Errors
-    /// A libtorch error.
-    pub fn to_device(&self, device: Device) -> Result<Batch> {
-        Ok(match self {
-            Batch::Pairwise(b) => Batch::Pairwise(PairwiseBatch {
-                positive: b.positive.to_device(device)?,
-                negative: b.negative.to_device(device)?,
-            }),
-            Batch::Pointwise(b) => Batch::Pointwise(PointwiseBatch {
-                input: b.input.to_device(device)?,
-                relevance: b.relevance.f_to_device(device)?,
-            }),
-            Batch::Batchwise(b) => Batch::Batchwise(BatchwiseBatch {
-                input: b.input.to_device(device)?,
-                relevance: b.relevance.f_to_device(device)?,
-            }),
-        })
-    }
-
-    /// The score input of every row, for the features or tokens of a batch (tests, probes).
-    pub fn inputs(&self) -> Vec<&ScoreInput> {
-        match self {
-            Batch::Pairwise(b) => vec![&b.positive, &b.negative],
-            Batch::Pointwise(b) => vec![&b.input],
-            Batch::Batchwise(b) => vec![&b.input],
-        }
-    }
 }
 
 /// Grades as relevances in [0, 1]: grade / top grade (all zero when every grade is 0).
@@ -159,6 +129,7 @@ pub fn grade_relevance(grades: &[u8], top: u8) -> Result<Tensor> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tch::Device;
 
     #[test]
     fn selecting_batchwise_groups_takes_their_documents() {
