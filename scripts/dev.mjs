@@ -56,9 +56,8 @@ function npmPackages() {
   const stamp = join(root, "node_modules", ".package-lock.json");
   if (existsSync(stamp) && mtime(stamp) >= mtime(join(root, "package-lock.json"))) return;
   step("npm packages");
-  // `npm install`, not `npm ci`: ci refuses a lock that lacks an optional dependency the
-  // registry does not serve (vite lists a Windows-only one), while install skips it.
-  run("npm", ["install", "--no-audit", "--no-fund"]);
+  // `npm ci`: exactly the lock's versions, and the lock is never rewritten (a clone stays clean).
+  run("npm", ["ci", "--no-audit", "--no-fund"]);
 }
 
 function typescript() {

@@ -1,4 +1,4 @@
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -25,48 +25,52 @@ function runToEnd(ws: string, seed = 0): ChildResult {
   return JSON.parse(out.stdout) as ChildResult;
 }
 
-/**
- * Starts a training process and sends it `signal` after `ms` milliseconds — counted from its
- * start, or with `afterStart` from its first training step.
- */
-function runAndKill(ws: string, ms: number, signal: NodeJS.Signals, afterStart = false): Promise<{ code: number | null; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CHILD, ws, "0"], { cwd: repoRoot, env: userEnv() });
-    let stderr = "";
-    let timer: NodeJS.Timeout | undefined = afterStart ? undefined : setTimeout(() => child.kill(signal), ms);
-    child.stderr.on("data", (d: Buffer) => {
-      stderr += d.toString();
-      if (afterStart && timer === undefined && stderr.includes("training started")) timer = setTimeout(() => child.kill(signal), ms);
-    });
-    child.on("exit", (code) => {
-      clearTimeout(timer);
-      resolve({ code, stderr });
-    });
-  });
+/** How one run of the child ended. */
+interface SignalledRun {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stderr: string;
+  /** The step the child signalled itself at, or null when it finished first. */
+  signalledAt: number | null;
 }
 
-// Deterministic "random" moments, so that a failure can be replayed.
-function* moments(seed: number): Generator<number> {
+/** Runs the child until it sends itself `signal` at global step `step` (see train-child.mjs). */
+function runUntilStep(ws: string, step: number, signal: "SIGKILL" | "SIGINT", seed = 0): SignalledRun {
+  const env = userEnv({ XPM_TEST_SIGNAL_AT_STEP: String(step), XPM_TEST_SIGNAL: signal });
+  const out = spawnSync(process.execPath, [CHILD, ws, String(seed)], { cwd: repoRoot, env, encoding: "utf8", timeout: 120_000 });
+  const at = /signal \w+ at step (\d+)/.exec(out.stderr);
+  return { code: out.status, signal: out.signal, stderr: out.stderr, signalledAt: at ? Number(at[1]) : null };
+}
+
+const TOTAL_STEPS = 12 * 60;
+
+/** Ten distinct kill steps spread over the run, from a fixed seed so that a failure replays. */
+function killSteps(seed: number, count: number): number[] {
+  const steps = new Set<number>();
   let x = seed;
-  for (;;) {
+  while (steps.size < count) {
     x = (x * 1103515245 + 12345) % 2 ** 31;
-    yield 50 + (x % 1200);
+    steps.add(1 + (x % (TOTAL_STEPS - 1)));
   }
+  return [...steps].sort((a, b) => a - b);
 }
 
 describe("surviving crashes", () => {
   const reference = () => runToEnd(workspace());
 
-  it("ends with bit-identical weights after ten SIGKILLs at random moments", async () => {
+  it("ends with bit-identical weights after ten SIGKILLs spread over the run", () => {
     const uninterrupted = reference();
     const ws = workspace();
-    const at = moments(42);
-    for (let i = 0; i < 10; i++) {
-      // Counted from the first training step: process start-up time varies between machines.
-      const { code } = await runAndKill(ws, at.next().value as number, "SIGKILL", true);
-      // A run that finished before its kill is fine too: the last restart then has nothing to do.
-      expect([null, 0]).toContain(code);
+    const targets = killSteps(42, 10);
+    let landed = 0;
+    for (const step of targets) {
+      const run = runUntilStep(ws, step, "SIGKILL");
+      expect(run.stderr).not.toMatch(/ERR_/);
+      // Each restart resumes at an epoch boundary at or before the previous kill, so it always
+      // reaches the next, later, kill step: every kill lands in the middle of training.
+      if (run.signal === "SIGKILL" && run.signalledAt === step) landed++;
     }
+    expect(landed).toBeGreaterThanOrEqual(8);
     const final = runToEnd(ws);
     // It did continue from what the killed processes left, rather than start over.
     expect(final.resumed_from).toMatch(/checkpoints\/epoch-\d{8}$/);
@@ -74,10 +78,11 @@ describe("surviving crashes", () => {
     expect(final.epochs.map((e) => e.loss)).toEqual(uninterrupted.epochs.map((e) => e.loss));
   });
 
-  it("stops on SIGINT after writing a checkpoint, and resumes from it exactly", async () => {
+  it("stops on SIGINT after writing a checkpoint, and resumes from it exactly", () => {
     const uninterrupted = reference();
     const ws = workspace();
-    const { code, stderr } = await runAndKill(ws, 100, "SIGINT", true);
+    const { code, stderr, signalledAt } = runUntilStep(ws, 100, "SIGINT");
+    expect(signalledAt).toBe(100);
     expect(code).toBe(3);
     expect(stderr).toMatch(/ERR_INTERRUPTED: training was interrupted at step \d+; its state is saved in .*interrupted: run the same job again to resume/);
     const resumed = runToEnd(ws);
@@ -91,9 +96,9 @@ describe("surviving crashes", () => {
     expect(steps).toEqual(Array.from({ length: 12 }, (_, i) => 60 * (i + 1)));
   });
 
-  it("never resumes another configuration's checkpoints", async () => {
+  it("never resumes another configuration's checkpoints", () => {
     const ws = workspace();
-    await runAndKill(ws, 100, "SIGINT", true);
+    expect(runUntilStep(ws, 100, "SIGINT").code).toBe(3);
     const other = runToEnd(ws, 1);
     expect(other.resumed_from).toBeNull();
   });

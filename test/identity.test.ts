@@ -31,7 +31,8 @@ import {
   type VectorCase,
 } from "../ts/identity/index.js";
 
-const VECTORS = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "shared", "testdata", "experimaestro-identifiers.json");
+// The project's copy of the experimaestro identifier-stability vectors (origin: test/fixtures/README.md).
+const VECTORS = join(dirname(fileURLToPath(import.meta.url)), "fixtures", "experimaestro-identifiers.json");
 
 // ---------------------------------------------------------------------------------------------
 // Builders

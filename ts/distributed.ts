@@ -2,14 +2,17 @@
 // Lightning do it — the same script run again with the standard environment — or already started
 // by torchrun or SLURM. The Rust core reads that environment and joins the process group.
 import { type ChildProcess, spawn } from "node:child_process";
-import { createServer } from "node:net";
+import { closeSync } from "node:fs";
 
 import { DistributedError } from "./errors.js";
+import { loadNative } from "./native.js";
 
 export { DistributedError };
 
 /** Marks the worker processes started by {@link launchWorkers}. */
 export const LAUNCHED_ENV = "XPM_TORCH_LAUNCHED";
+/** Names the descriptor of the rendezvous socket rank 0 inherits from the launcher. */
+export const LISTEN_FD_ENV = "XPM_TORCH_MASTER_LISTEN_FD";
 
 /** The devices and nodes of a run, from its fabric configuration. */
 export interface FabricPlacement {
@@ -63,18 +66,19 @@ export function processesPerNode(placement: FabricPlacement): number {
   return list.length;
 }
 
-/** A free TCP port on this machine for the rendezvous. */
-async function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const server = createServer();
-    server.unref();
-    server.on("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      server.close(() => resolvePort(port));
-    });
-  });
+/** The descriptor rank 0 inherits its rendezvous socket as (see `XPM_TORCH_MASTER_LISTEN_FD`). */
+const LISTEN_FD_IN_CHILD = 3;
+
+/**
+ * Where the workers of this node meet: `MASTER_ADDR`/`MASTER_PORT` when given (several nodes,
+ * or a port the user chose), else a socket on this machine bound to a port the system picks and
+ * kept open until rank 0 inherits it, so that no other process can take the port in between.
+ */
+function rendezvous(env: NodeJS.ProcessEnv): { addr: string; port: string; socket?: { fd: number } } {
+  const addr = env.MASTER_ADDR ?? "127.0.0.1";
+  if (env.MASTER_PORT) return { addr, port: env.MASTER_PORT };
+  const socket = loadNative().binding.bindRendezvousSocket(addr);
+  return { addr, port: String(socket.port), socket };
 }
 
 /** How long the other workers get to exit after one failed, before they are killed. */
@@ -92,8 +96,7 @@ export async function launchWorkers(placement: FabricPlacement, perNode: number,
   if (placement.num_nodes > 1 && !env.MASTER_ADDR) {
     throw new DistributedError("a run over several nodes needs MASTER_ADDR and MASTER_PORT (the address of node 0), and NODE_RANK on each node");
   }
-  const masterAddr = env.MASTER_ADDR ?? "127.0.0.1";
-  const masterPort = env.MASTER_PORT ?? String(await freePort());
+  const meeting = rendezvous(env);
   const worldSize = perNode * placement.num_nodes;
   const workers: { rank: number; child: ChildProcess; tail: string[] }[] = [];
   for (let local = 0; local < perNode; local++) {
@@ -107,10 +110,11 @@ export async function launchWorkers(placement: FabricPlacement, perNode: number,
         WORLD_SIZE: String(worldSize),
         LOCAL_WORLD_SIZE: String(perNode),
         NODE_RANK: String(nodeRank),
-        MASTER_ADDR: masterAddr,
-        MASTER_PORT: masterPort,
+        MASTER_ADDR: meeting.addr,
+        MASTER_PORT: meeting.port,
+        ...(rank === 0 && meeting.socket ? { [LISTEN_FD_ENV]: String(LISTEN_FD_IN_CHILD) } : {}),
       },
-      stdio: ["ignore", rank === 0 ? "inherit" : "pipe", "pipe"],
+      stdio: ["ignore", rank === 0 ? "inherit" : "pipe", "pipe", ...(rank === 0 && meeting.socket ? [meeting.socket.fd] : [])],
     });
     const tail: string[] = [];
     child.stderr?.on("data", (chunk: Buffer) => {
@@ -122,6 +126,8 @@ export async function launchWorkers(placement: FabricPlacement, perNode: number,
     child.stdout?.on("data", (chunk: Buffer) => process.stdout.write(chunk.toString().replace(/^(?=.)/gm, `[rank ${rank}] `)));
     workers.push({ rank, child, tail });
   }
+  // Rank 0 holds its own copy of the socket now.
+  if (meeting.socket) closeSync(meeting.socket.fd);
   const exits = workers.map(
     ({ rank, child, tail }) =>
       new Promise<{ rank: number; failure?: string }>((done) => {

@@ -15,6 +15,7 @@ export interface NativeBinding {
   readConfig(configJson: string): string;
   reply(replyId: number, replyJson: string): boolean;
   runtimeInfo(): string;
+  bindRendezvousSocket(host: string): { fd: number; port: number };
 }
 
 /** The npm package holding the prebuilt addon for this machine (napi-rs convention). */

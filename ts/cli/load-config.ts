@@ -1,6 +1,7 @@
-import { existsSync, readFileSync } from "node:fs";
-import { extname, resolve } from "node:path";
-import { pathToFileURL } from "node:url";
+import { existsSync, readFileSync, realpathSync } from "node:fs";
+import { Module, createRequire } from "node:module";
+import { dirname, extname, join, resolve } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
 
 import { TYPE_KEY, configClassOf } from "../config/class.js";
 import { Learner } from "../config/classes/learner.js";
@@ -19,8 +20,8 @@ function asLearner(value: unknown, where: string): LearnerConfig {
     if (typeof value === "object" && value !== null && (value as Record<string, unknown>)[TYPE_KEY] === Learner.typeId) {
       throw new ConfigError(
         where,
-        "this Learner was made by another copy of xpm-torch than the one running it: load the module as ES module " +
-          '(`"type": "module"` in its package.json, or a .mts/.mjs file), and import xpm-torch from the project that runs it',
+        "this Learner was made by another copy of xpm-torch than the one running it: run the xpm-torch command " +
+          "installed in the project the module imports xpm-torch from (`npx xpm-torch` there)",
       );
     }
     const what = cls ? `a ${cls.typeId} configuration` : value === undefined ? "nothing" : `a ${typeof value}`;
@@ -29,25 +30,89 @@ function asLearner(value: unknown, where: string): LearnerConfig {
   return value as LearnerConfig;
 }
 
+/** How Node runs a file: its extension decides, else the `type` of the nearest package.json. */
+export function moduleFormat(file: string): "module" | "commonjs" {
+  const ext = extname(file);
+  if (ext === ".mts" || ext === ".mjs") return "module";
+  if (ext === ".cts" || ext === ".cjs") return "commonjs";
+  for (let dir = dirname(file); ; dir = dirname(dir)) {
+    const manifest = join(dir, "package.json");
+    if (existsSync(manifest)) {
+      try {
+        return (JSON.parse(readFileSync(manifest, "utf8")) as { type?: unknown }).type === "module" ? "module" : "commonjs";
+      } catch {
+        return "commonjs";
+      }
+    }
+    if (dirname(dir) === dir) return "commonjs";
+  }
+}
+
+const TYPESCRIPT = new Set([".ts", ".mts", ".cts"]);
+
 /**
- * Imports a module. Node 20 cannot load TypeScript itself: on its refusal, tsx is registered and
- * the import tried again (tsx also resolves the `./x.js` → `./x.ts` imports of TypeScript's
- * NodeNext style). It is registered for the whole process, not in a namespace of its own: a
- * namespaced import would load a second copy of xpm-torch for the module, whose configurations
- * this copy would not recognise. Where TypeScript already loads (tsx or a newer Node), nothing is
- * registered, for the same reason.
+ * Loads a module the way Node would run it: an ES module through `import()`, a CommonJS one
+ * through `require()` (whose `require("xpm-torch")` loads this package's ES module). Loading a
+ * CommonJS file through `import()` instead makes Node 20 re-enter its ES loader and fail.
+ *
+ * Node 20 cannot load TypeScript itself, so tsx's hooks are registered for TypeScript files,
+ * for the whole process rather than in a namespace of their own: a namespaced import would
+ * load a second copy of xpm-torch for the module, whose configurations this copy would not
+ * recognise. Where TypeScript already loads (under tsx, or a Node that strips types), nothing
+ * is registered, for the same reason.
  */
 async function importModule(file: string): Promise<Record<string, unknown>> {
-  const url = pathToFileURL(file).href;
-  try {
-    return (await import(url)) as Record<string, unknown>;
-  } catch (error) {
-    if ((error as { code?: unknown }).code !== "ERR_UNKNOWN_FILE_EXTENSION") throw error;
+  const format = moduleFormat(file);
+  if (TYPESCRIPT.has(extname(file)) && !typescriptLoads()) {
+    if (format === "module") (await import("tsx/esm/api")).register();
+    else (await import("tsx/cjs/api")).register();
   }
-  const { register } = await import("tsx/esm/api");
-  register();
-  // Node remembers the failed import of `url`: import it under another URL.
-  return (await import(`${url}?typescript`)) as Record<string, unknown>;
+  if (format === "commonjs") {
+    await shareThisCopy(file);
+    return { default: createRequire(import.meta.url)(file) as unknown };
+  }
+  return (await import(pathToFileURL(file).href)) as Record<string, unknown>;
+}
+
+/**
+ * Makes `require("xpm-torch")` in `file` return the copy of xpm-torch that is running, when it
+ * resolves to the same files: tsx's CommonJS hooks would otherwise compile this package's ES
+ * modules again, into a second copy whose configurations this one does not recognise.
+ */
+async function shareThisCopy(file: string): Promise<void> {
+  const require = createRequire(file);
+  let resolved: string;
+  try {
+    resolved = require.resolve("xpm-torch");
+  } catch {
+    return;
+  }
+  const running = fileURLToPath(new URL("../index.js", import.meta.url));
+  if (!existsSync(running) || realpathSync(resolved) !== realpathSync(running)) return;
+  if (require.cache[resolved]) return;
+  const exports = (await import("../index.js")) as object;
+  const entry = new Module(resolved);
+  entry.filename = resolved;
+  entry.loaded = true;
+  entry.exports = exports;
+  require.cache[resolved] = entry;
+}
+
+/** Whether this process already runs TypeScript files (tsx's hooks, or Node's type stripping). */
+function typescriptLoads(): boolean {
+  const features = process.features as { typescript?: unknown };
+  return Boolean(features.typescript) || process.execArgv.some((a) => /\btsx\b/.test(a));
+}
+
+/**
+ * The object that holds a module's exports: a CommonJS module's `module.exports` arrives as
+ * `default`, and one compiled from `export` syntax (TypeScript in a CommonJS package) keeps its
+ * own `default` and `learner` inside it.
+ */
+function exportsOf(module: Record<string, unknown>): Record<string, unknown> {
+  const inner = module.default;
+  if (typeof inner === "object" && inner !== null && !configClassOf(inner) && !Learner.is(inner)) return inner as Record<string, unknown>;
+  return module;
 }
 
 /** The error's config path, when it is a ConfigError (of this copy of xpm-torch or another). */
@@ -87,16 +152,13 @@ export async function loadLearnerConfig(file: string): Promise<LearnerConfig> {
     if (at !== undefined) throw new ConfigError(`${file}: ${at}`, (error as Error).message.slice(at.length + 2));
     throw error;
   }
-  // A CommonJS module (no "type": "module" nearby) arrives wrapped in `default`.
-  const wrapped = module.default;
-  const sources = [module, ...(typeof wrapped === "object" && wrapped !== null && !configClassOf(wrapped) ? [wrapped as Record<string, unknown>] : [])];
-  for (const source of sources) {
-    for (const name of LEARNER_EXPORTS) {
-      let value = source[name];
-      if (value === undefined) continue;
-      if (typeof value === "function") value = await (value as () => unknown)();
-      return asLearner(value, `${file} (export ${name})`);
-    }
+  const source = exportsOf(module);
+  for (const name of LEARNER_EXPORTS) {
+    let value = source[name];
+    if (value === undefined) continue;
+    if (typeof value === "function") value = await (value as () => unknown)();
+    return asLearner(value, `${file} (export ${name})`);
   }
-  throw new ConfigError(file, `exports no Learner: export it as default or as \`learner\` (found: ${Object.keys(module).join(", ") || "no exports"})`);
+  const found = Object.keys(source).filter((k) => k !== "__esModule");
+  throw new ConfigError(file, `exports no Learner: export it as default or as \`learner\` (found: ${found.join(", ") || "no exports"})`);
 }

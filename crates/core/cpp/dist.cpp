@@ -122,7 +122,8 @@ struct XpmDist {
   std::string peers;
 };
 
-extern "C" char* xpm_dist_new(const char* master_addr, int master_port, int rank, int world,
+extern "C" char* xpm_dist_new(const char* master_addr, int master_port, int master_listen_fd,
+                              int rank, int world,
                               const char* gloo_interface, int loopback_device,
                               int64_t timeout_ms, int64_t rendezvous_timeout_ms,
                               XpmDist** out) {
@@ -137,6 +138,7 @@ extern "C" char* xpm_dist_new(const char* master_addr, int master_port, int rank
     c10d::TCPStoreOptions store_options;
     store_options.port = static_cast<std::uint16_t>(master_port);
     store_options.isServer = rank == 0;
+    if (rank == 0 && master_listen_fd >= 0) store_options.masterListenFd = master_listen_fd;
     store_options.numWorkers = static_cast<std::size_t>(world);
     store_options.waitWorkers = true;
     store_options.timeout = rendezvous_timeout;

@@ -6,6 +6,8 @@
 
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
+use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
@@ -14,7 +16,7 @@ use std::time::{Duration, Instant};
 use tch::nn::{self, Module};
 use tch::{Device, Kind, Tensor};
 use xpm_torch_core::distributed::{
-    Backend, DistEnv, GradReduction, ProcessGroup, ReduceOp, DEFAULT_TIMEOUT,
+    Backend, DistEnv, GradReduction, ProcessGroup, ReduceOp, DEFAULT_TIMEOUT, LISTEN_FD_VAR,
 };
 
 const SCENARIO: &str = "XPM_DIST_TEST_SCENARIO";
@@ -313,17 +315,65 @@ impl Drop for Rank {
     }
 }
 
-fn free_port() -> u16 {
+/// A loopback socket listening on a port the system chose, as a launcher binds it for rank 0.
+fn rendezvous_socket() -> (OwnedFd, u16) {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
-    listener.local_addr().expect("local address").port()
+    let port = listener.local_addr().expect("local address").port();
+    (OwnedFd::from(listener), port)
 }
+
+/// A TCP socket bound to a free loopback port without listening: connections are refused.
+fn bound_socket_not_listening() -> (OwnedFd, u16) {
+    // SAFETY: plain socket calls on a descriptor this function owns; the address structures
+    // are zeroed and sized as the kernel expects.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
+        let owned = OwnedFd::from_raw_fd(fd);
+        let mut addr: libc::sockaddr_in = std::mem::zeroed();
+        addr.sin_family = libc::AF_INET as libc::sa_family_t;
+        addr.sin_addr.s_addr = u32::from(std::net::Ipv4Addr::LOCALHOST).to_be();
+        let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        let ok = libc::bind(fd, std::ptr::addr_of!(addr).cast(), len);
+        assert_eq!(ok, 0, "bind: {}", std::io::Error::last_os_error());
+        let mut bound: libc::sockaddr_in = std::mem::zeroed();
+        let mut bound_len = len;
+        let ok = libc::getsockname(fd, std::ptr::addr_of_mut!(bound).cast(), &mut bound_len);
+        assert_eq!(ok, 0, "getsockname: {}", std::io::Error::last_os_error());
+        (owned, u16::from_be(bound.sin_port))
+    }
+}
+
+/// The descriptor rank 0 finds its inherited rendezvous socket at.
+const LISTEN_FD_IN_CHILD: i32 = 3;
 
 fn spawn_ranks(world: usize, scenario: &str, extra: &[(&str, String)]) -> Vec<Rank> {
     let exe = std::env::current_exe().expect("test executable");
-    let port = free_port().to_string();
+    let (socket, port) = rendezvous_socket();
+    let port = port.to_string();
     (0..world)
         .map(|rank| {
             let mut cmd = Command::new(&exe);
+            if rank == 0 {
+                let fd = socket.as_raw_fd();
+                cmd.env(LISTEN_FD_VAR, LISTEN_FD_IN_CHILD.to_string());
+                // SAFETY: dup2 and fcntl are async-signal-safe. The copy dup2 makes survives exec;
+                // when the socket already is descriptor 3, dup2 does nothing and its
+                // close-on-exec flag is cleared instead.
+                unsafe {
+                    cmd.pre_exec(move || {
+                        let done = if fd == LISTEN_FD_IN_CHILD {
+                            libc::fcntl(fd, libc::F_SETFD, 0)
+                        } else {
+                            libc::dup2(fd, LISTEN_FD_IN_CHILD)
+                        };
+                        if done < 0 {
+                            return Err(std::io::Error::last_os_error());
+                        }
+                        Ok(())
+                    });
+                }
+            }
             cmd.args([
                 "--ignored",
                 "--exact",
@@ -548,13 +598,21 @@ fn a_rendezvous_nobody_joins_fails_within_its_timeout() {
         rendezvous_timeout: Duration::from_secs(2),
         ..DistOptions::default()
     };
+    // Rank 0 hosts the store on a socket nobody else joins; rank 1 knocks at a port bound by a
+    // socket that does not listen, so that nothing answers and nobody can take the port.
+    let (socket, port) = rendezvous_socket();
+    let mut listener = Some(socket);
+    let (_closed, closed_port) = bound_socket_not_listening();
     for rank in [0, 1] {
+        let port = if rank == 0 { port } else { closed_port };
         let env = DistEnv {
             rank,
             local_rank: rank,
             world_size: 2,
             local_world_size: 2,
-            master_port: free_port(),
+            master_port: port,
+            master_listen_fd: (rank == 0)
+                .then(|| listener.take().expect("one listener").into_raw_fd()),
             ..DistEnv::single()
         };
         let started = Instant::now();

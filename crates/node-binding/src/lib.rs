@@ -7,6 +7,7 @@ mod events;
 mod learn;
 mod model;
 mod outcome;
+mod rendezvous;
 mod runtime_info;
 mod self_test;
 mod thread;

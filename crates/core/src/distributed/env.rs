@@ -34,9 +34,16 @@ pub struct DistEnv {
     pub master_port: u16,
     /// Network interface Gloo binds to (`GLOO_SOCKET_IFNAME`), if set.
     pub gloo_interface: Option<String>,
+    /// A socket the launcher already bound to `MASTER_PORT` and handed to rank 0 as this file
+    /// descriptor (`XPM_TORCH_MASTER_LISTEN_FD`): rank 0's store listens on it, so no port is
+    /// ever closed and bound again between the launcher's choice and the rendezvous.
+    pub master_listen_fd: Option<i32>,
     /// Where these values came from.
     pub source: EnvSource,
 }
+
+/// The variable naming rank 0's inherited listening socket (see [`DistEnv::master_listen_fd`]).
+pub const LISTEN_FD_VAR: &str = "XPM_TORCH_MASTER_LISTEN_FD";
 
 /// SLURM jobs without `MASTER_PORT` use a port derived from the job id, so that every task of
 /// a job picks the same one and two jobs sharing a node rarely collide.
@@ -54,6 +61,7 @@ impl DistEnv {
             master_addr: "127.0.0.1".into(),
             master_port: 0,
             gloo_interface: None,
+            master_listen_fd: None,
             source: EnvSource::Single,
         }
     }
@@ -81,6 +89,19 @@ impl DistEnv {
             DistEnv::single()
         };
         env.gloo_interface = get("GLOO_SOCKET_IFNAME");
+        if env.rank == 0 {
+            env.master_listen_fd = get(LISTEN_FD_VAR)
+                .map(|v| {
+                    v.trim()
+                        .parse::<i32>()
+                        .ok()
+                        .filter(|fd| *fd >= 0)
+                        .ok_or_else(|| {
+                            env_error(LISTEN_FD_VAR, format!("{v:?} is not a file descriptor"))
+                        })
+                })
+                .transpose()?;
+        }
         env.check()?;
         Ok(env)
     }
@@ -215,6 +236,7 @@ fn launcher(get: &impl Fn(&str) -> Option<String>) -> Result<DistEnv> {
             )?,
         )?,
         gloo_interface: None,
+        master_listen_fd: None,
         source: EnvSource::Launcher,
     })
 }
@@ -292,6 +314,7 @@ fn slurm(get: &impl Fn(&str) -> Option<String>) -> Result<DistEnv> {
         master_addr,
         master_port,
         gloo_interface: None,
+        master_listen_fd: None,
         source: EnvSource::Slurm,
     })
 }
@@ -441,6 +464,26 @@ mod tests {
             message(&with("MASTER_PORT", "70000")).contains("MASTER_PORT: \"70000\" is not a port")
         );
         assert!(message(&with("MASTER_PORT", "0")).contains("MASTER_PORT"));
+    }
+
+    #[test]
+    fn rank_0_takes_the_listening_socket_its_launcher_handed_down() {
+        let rank = |r: &'static str, fd: &'static str| -> Vec<(&'static str, &'static str)> {
+            TORCHRUN
+                .iter()
+                .map(|(k, v)| if *k == "RANK" { (*k, r) } else { (*k, *v) })
+                .chain([(LISTEN_FD_VAR, fd)])
+                .collect()
+        };
+        assert_eq!(read(&rank("0", "3")).unwrap().master_listen_fd, Some(3));
+        // Only rank 0 hosts the store: the others connect to MASTER_PORT.
+        assert_eq!(read(&rank("1", "3")).unwrap().master_listen_fd, None);
+        let bad = message(&rank("0", "three"));
+        assert!(
+            bad.contains("XPM_TORCH_MASTER_LISTEN_FD: \"three\" is not a file descriptor"),
+            "{bad}"
+        );
+        assert_eq!(read(&TORCHRUN).unwrap().master_listen_fd, None);
     }
 
     #[test]

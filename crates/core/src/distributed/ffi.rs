@@ -16,6 +16,7 @@ extern "C" {
     pub(crate) fn xpm_dist_new(
         master_addr: *const c_char,
         master_port: c_int,
+        master_listen_fd: c_int,
         rank: c_int,
         world: c_int,
         gloo_interface: *const c_char,

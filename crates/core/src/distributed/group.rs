@@ -185,6 +185,7 @@ impl ProcessGroup {
             ffi::xpm_dist_new(
                 addr.as_ptr(),
                 c_int::from(env.master_port),
+                env.master_listen_fd.unwrap_or(-1),
                 as_int(env.rank)?,
                 as_int(env.world_size)?,
                 iface.as_ptr(),
