@@ -56,8 +56,10 @@ function npmPackages() {
   const stamp = join(root, "node_modules", ".package-lock.json");
   if (existsSync(stamp) && mtime(stamp) >= mtime(join(root, "package-lock.json"))) return;
   step("npm packages");
-  // `npm ci`: exactly the lock's versions, and the lock is never rewritten (a clone stays clean).
-  run("npm", ["ci", "--no-audit", "--no-fund"]);
+  // `npm install`, not `npm ci`: ci refuses a lock without the optional platform package
+  // (xpm-torch-linux-x64-gnu, published with releases, built locally in a clone), while install
+  // skips it. The lock lists every other package, so install leaves it unchanged.
+  run("npm", ["install", "--no-audit", "--no-fund"]);
 }
 
 function typescript() {
