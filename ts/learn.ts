@@ -20,11 +20,12 @@ import {
   unpackRecords,
 } from "./samplers.js";
 import { type HookBehaviour, type HookState, hookBehaviour } from "./hooks.js";
-import { DistributedError, type NativeErrorPayload, fromNative } from "./errors.js";
+import { ConfigError, DistributedError, type NativeErrorPayload, fromNative } from "./errors.js";
 import { type ListenerBehaviour, type ListenerState, listenerBehaviour, toReply } from "./listeners.js";
 import { type NativeBinding, loadNative } from "./native.js";
 import { type ProgressDisplay, createProgressDisplay } from "./progress/display.js";
 import { LAUNCHED_ENV, type RankInfo, launchWorkers, processesPerNode, rankFromEnvironment } from "./distributed.js";
+import { generatePaths } from "./workspace/generated.js";
 import { type Job, acquireLock, defaultWorkspace, jobOf, markDone, markFailed, prepareJobDirectory, storedResult } from "./workspace/job.js";
 
 /** A Learner configuration, as `Learner.C({...})` returns it. */
@@ -298,6 +299,22 @@ async function answerData(side: JsSide, request: DataRequest): Promise<unknown> 
   if (!sampler) throw new Error(`no TypeScript sampler with key ${JSON.stringify(request.key)}`);
   const records = await sampler.stream.take(request.start, request.count, request.rank, request.world);
   return packRecords(sampler.kind, records);
+}
+
+/**
+ * The JSON `learn()` hands the core, with the generated paths (`runs`, `checkpoints`, `out/...`)
+ * relative to the job directory: what `xpm-torch-run` runs on a machine without Node.
+ * @throws ConfigError when a part of the Learner is written in TypeScript (listeners, hooks,
+ * samplers, dims providers) or holds its data in JavaScript (in-memory datasets).
+ */
+export function coreConfigJson(config: LearnerConfig): string {
+  const side: JsSide = { listeners: new Map(), hooks: new Map(), samplers: new Map(), datasets: new Map(), providers: new Map(), seed: config.random.seed };
+  const wire = toWire(config, generatePaths(config, ""), standIns(side));
+  const inJavaScript = [side.listeners, side.hooks, side.samplers, side.datasets, side.providers].flatMap((m) => [...m.keys()]);
+  if (inJavaScript.length > 0) {
+    throw new ConfigError("learner", `runs parts in JavaScript (${inJavaScript.join(", ")}): only learn() in Node can run it`);
+  }
+  return JSON.stringify(wire);
 }
 
 async function train(config: LearnerConfig, job: Job, options: LearnOptions): Promise<StoredResult> {

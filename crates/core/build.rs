@@ -63,4 +63,6 @@ fn main() {
         .define("_GLIBCXX_USE_CXX11_ABI", "1")
         .compile("xpmdist");
     println!("cargo:rustc-link-arg=-Wl,-rpath,{}", lib.display());
+    // DEP_XPM_TORCH_CORE_LIBTORCH_LIB for dependents' build scripts.
+    println!("cargo:libtorch_lib={}", lib.display());
 }

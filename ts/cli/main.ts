@@ -6,6 +6,7 @@ import { demoCommand, learnCommand } from "./learn.js";
 import { reportCommand } from "./report.js";
 import { checkIdentifiersCommand, schemaCommand } from "./schema.js";
 import { libtorchPathCommand, setupCommand } from "./setup.js";
+import { wireCommand } from "./wire.js";
 
 export const COMMANDS: readonly Command[] = [
   demoCommand,
@@ -17,6 +18,7 @@ export const COMMANDS: readonly Command[] = [
   libtorchPathCommand,
   schemaCommand,
   checkIdentifiersCommand,
+  wireCommand,
 ];
 
 export function usage(): string {

@@ -1,0 +1,94 @@
+//! The runner as a GPU host without Node uses it: a configuration written by `xpm-torch wire`
+//! (tests/fixtures/demo.json, kept current by test/runner-config.test.ts), run in a job directory.
+// A failed expectation is the verdict.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const RUNNER: &str = env!("CARGO_BIN_EXE_xpm-torch-run");
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/demo.json")
+}
+
+fn job_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("xpm-run-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new(RUNNER)
+        .args(args)
+        .output()
+        .expect("start the runner")
+}
+
+#[test]
+fn runs_a_wired_learner_in_its_job_directory() {
+    let dir = job_dir("demo");
+    let out = run(&[
+        fixture().to_str().unwrap(),
+        "--job-dir",
+        dir.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let epochs: Vec<&str> = stderr.lines().filter(|l| l.starts_with("epoch ")).collect();
+    assert_eq!(epochs.len(), 2, "{stderr}");
+    assert!(epochs[1].starts_with("epoch 2 step 40 loss "), "{stderr}");
+    assert!(epochs[1].contains("heldout/pairwise_accuracy"), "{stderr}");
+
+    let output: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON output");
+    let model = output["learned_model"].as_str().expect("a learned model");
+    assert!(
+        dir.join(model).is_file() || Path::new(model).is_file(),
+        "{model}"
+    );
+    let runs: Vec<_> = std::fs::read_dir(dir.join("runs"))
+        .expect("runs/")
+        .collect();
+    assert_eq!(runs.len(), 1, "one TensorBoard event file");
+    assert!(dir.join("checkpoints/last").is_dir());
+
+    // The same job again resumes from its last checkpoint: nothing is left to train.
+    let again = run(&[
+        fixture().to_str().unwrap(),
+        "--job-dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(again.status.success());
+    let again: serde_json::Value = serde_json::from_slice(&again.stdout).expect("JSON output");
+    assert!(again["resumed_from"].as_str().is_some(), "{again}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_bad_command_line_exits_2_and_a_bad_file_1() {
+    let usage = run(&[]);
+    assert_eq!(usage.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&usage.stderr).contains("usage: xpm-torch-run CONFIG.json"));
+    assert_eq!(run(&["a.json", "--color"]).status.code(), Some(2));
+
+    let missing = run(&["no-such-config.json"]);
+    assert_eq!(missing.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&missing.stderr);
+    assert!(
+        text.starts_with("ERR_CONFIG: no-such-config.json: "),
+        "{text}"
+    );
+
+    let dir = job_dir("bad");
+    std::fs::create_dir_all(&dir).unwrap();
+    let wrong = dir.join("wrong.json");
+    std::fs::write(
+        &wrong,
+        r#"{"__xpmtype__": "xpm_torch.learner.Learner", "max_epochs": "many"}"#,
+    )
+    .unwrap();
+    let bad = run(&[wrong.to_str().unwrap()]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bad.stderr).starts_with("ERR_CONFIG: learner"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

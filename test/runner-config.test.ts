@@ -1,0 +1,31 @@
+// The configuration `xpm-torch wire` writes for xpm-torch-run, the runner without Node. The Rust
+// tests of crates/runner run the fixture checked here; this test keeps it what wire writes today.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+
+import { describe, expect, it } from "vitest";
+
+import { ConfigError, defineListener, demoLearner, Learner } from "../ts/index.js";
+import { coreConfigJson } from "../ts/learn.js";
+import { repoRoot } from "./helpers/node.js";
+
+const FIXTURE = join(repoRoot, "crates", "runner", "tests", "fixtures", "demo.json");
+
+/** The fixture's Learner; after a change, rewrite the fixture with `node dist/cli.js wire`. */
+const runnerDemo = () => demoLearner({ seed: 3, max_epochs: 2, steps_per_epoch: 20 });
+
+describe("xpm-torch wire", () => {
+  it("writes the runner's fixture, with generated paths relative to the job directory", () => {
+    const json = coreConfigJson(runnerDemo());
+    expect(JSON.parse(json)).toEqual(JSON.parse(readFileSync(FIXTURE, "utf8")));
+    const wire = JSON.parse(json) as { logpath: string; checkpointspath: string };
+    expect([wire.logpath, wire.checkpointspath]).toEqual(["runs", "checkpoints"]);
+  });
+
+  it("refuses a Learner with a part written in TypeScript", () => {
+    const Vote = defineListener("tests.Vote", {}, { call: () => "NO_DECISION" });
+    const config = Learner.C({ ...runnerDemo(), listeners: [Vote.C({ id: "vote" })] });
+    expect(() => coreConfigJson(config)).toThrow(ConfigError);
+    expect(() => coreConfigJson(config)).toThrow(/runs parts in JavaScript \(vote\)/);
+  });
+});
