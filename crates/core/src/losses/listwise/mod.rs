@@ -3,11 +3,13 @@
 //! zero gradient.
 
 mod approx;
+mod configured;
 mod lambda;
 mod neural;
 mod simple;
 
 pub use approx::*;
+pub use configured::*;
 pub use lambda::*;
 pub use neural::*;
 pub use simple::*;
