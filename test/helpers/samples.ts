@@ -9,7 +9,7 @@ const ranking = (id: string, seed: number) =>
   c.RankingValidationListener.C({
     id,
     dataset: dataset(seed),
-    metrics: { "ndcg@5": true, mrr: false, pairwise_accuracy: true },
+    metrics: { "ndcg@5": true, mrr: false, pairwise_accuracy: true, map: false, "precision@3": false, "recall@3": false, "err@5": true },
     warmup: 1,
     validation_interval: 2,
     early_stop: 4,
@@ -86,6 +86,14 @@ export const SAMPLES: Record<string, () => object> = {
   "xpm_torch.losses.pairwise.PointwiseCrossEntropyLoss": () => c.PointwiseCrossEntropyLoss.C({ weight: 3 }),
   "xpm_torch.losses.batchwise.CrossEntropyLoss": () => c.BatchwiseCrossEntropyLoss.C({ weight: 4 }),
   "xpm_torch.losses.batchwise.SoftmaxCrossEntropy": () => c.SoftmaxCrossEntropy.C({ weight: 5 }),
+  "xpm_torch.losses.listwise.ListNetLoss": () => c.ListNetLoss.C({ weight: 0.7 }),
+  "xpm_torch.losses.listwise.ListMLELoss": () => c.ListMLELoss.C({ weight: 0.8 }),
+  "xpm_torch.losses.listwise.RankNetLoss": () => c.RankNetLoss.C({ weight: 0.9, weighting: "squared_label_difference" }),
+  "xpm_torch.losses.listwise.LambdaLoss": () =>
+    c.LambdaLoss.C({ weight: 1.1, weighing_scheme: "ndcgLoss2PP", k: 5, sigma: 0.5, mu: 4, reduction: "mean", reduction_log: "natural" }),
+  "xpm_torch.losses.listwise.ApproxNDCGLoss": () => c.ApproxNDCGLoss.C({ weight: 1.2, alpha: 2.5 }),
+  "xpm_torch.losses.listwise.NeuralNDCGLoss": () =>
+    c.NeuralNDCGLoss.C({ weight: 1.3, temperature: 0.5, powered_relevancies: false, k: 10 }),
   "xpm_torch.optim.GradientClippingHook": () => c.GradientClippingHook.C({ max_norm: 2.5 }),
   "xpm_torch.optim.GradientLogHook": () => c.GradientLogHook.C({ name: "grad/l2" }),
   "xpm_torch.batchers.Batcher": () => c.Batcher.C({}),
@@ -134,6 +142,7 @@ export const SAMPLES: Record<string, () => object> = {
   "xpm_torch.samplers.PairwiseSampler": () => c.PairwiseSampler.C({ dataset: dataset(6) }),
   "xpm_torch.samplers.PointwiseSampler": () => c.PointwiseSampler.C({ dataset: dataset(10) }),
   "xpm_torch.samplers.BatchwiseSampler": () => c.BatchwiseSampler.C({ dataset: dataset(11), group_size: 3 }),
+  "xpm_torch.samplers.SlateSampler": () => c.SlateSampler.C({ dataset: dataset(12), slate_length: 4 }),
   "xpm_torch.data.TokenTripletFile": () => c.TokenTripletFile.C({ id: "msmarco/triples", path: "/data/t.tsv", format: "tsv" }),
   "xpm_torch.data.SyntheticTokenTriplets": synthetic,
   "xpm_torch.samplers.TokenTripletSampler": () => c.TokenTripletSampler.C({ triplets: synthetic() }),

@@ -183,6 +183,22 @@ export const BatchwiseSampler = defineConfig(
   { extends: Sampler },
 );
 
+/**
+ * Whole queries as slates: per record, a query's documents in a random order, padded to the slate
+ * width, with their grades as labels. A query with more than `slate_length` documents is
+ * subsampled to `slate_length` of them, one of its top grade among them; a query whose documents
+ * all share a grade is left out. For the listwise losses
+ * (ours: the Python library has no slate sampler).
+ */
+export const SlateSampler = defineConfig(
+  "xpm_torch.samplers.SlateSampler",
+  {
+    dataset: param(ltrDataset()),
+    slate_length: param(int((s) => s.min(2))).default(64, { ignoreDefault: true }).help("Most documents per slate"),
+  },
+  { extends: Sampler },
+);
+
 /** Token-id triplets: a source of (query, positive, negative) sequences for sequence models. */
 export const TokenTriplets = defineConfig("xpm_torch.data.TokenTriplets", {}, { abstract: true, extends: SampleIterator });
 
@@ -232,11 +248,13 @@ export const TokenTripletSampler = defineConfig(
 );
 
 /** Metric names a {@link RankingValidationListener} understands. */
-export const RANK_METRIC = /^(pairwise_accuracy|mrr|ndcg(@[1-9][0-9]*)?)$/;
+export const RANK_METRIC = /^(pairwise_accuracy|mrr|map|(ndcg|err)(@[1-9][0-9]*)?|(precision|recall)@[1-9][0-9]*)$/;
 
 /**
- * Ranking metrics on held-out queries — `pairwise_accuracy`, `mrr`, `ndcg` and `ndcg@k`; higher
- * is better. `metrics` maps each metric to whether its best model is kept under `bestpath`.
+ * Ranking metrics on held-out queries — `pairwise_accuracy`, `mrr`, `map`, `ndcg`, `ndcg@k`,
+ * `err`, `err@k`, `precision@k`, `recall@k`; higher is better. A query without a relevant document
+ * (grade > 0) is left out of every metric but pairwise accuracy. `metrics` maps each metric to
+ * whether its best model is kept under `bestpath`.
  */
 export const RankingValidationListener = defineConfig(
   "xpm_torch.listeners.RankingValidationListener",
@@ -255,7 +273,7 @@ export const RankingValidationListener = defineConfig(
       const names = Object.keys(v.metrics);
       if (names.length === 0) issue("metrics", "needs at least one metric");
       for (const name of names) {
-        if (!RANK_METRIC.test(name)) issue(`metrics.${name}`, "unknown metric (use pairwise_accuracy, mrr, ndcg or ndcg@k)");
+        if (!RANK_METRIC.test(name)) issue(`metrics.${name}`, "unknown metric (use pairwise_accuracy, mrr, map, ndcg, ndcg@k, err, err@k, precision@k or recall@k)");
       }
       if (v.early_stop % v.validation_interval !== 0) {
         issue("early_stop", `must be a multiple of validation_interval (${v.validation_interval}), or 0`);

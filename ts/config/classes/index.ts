@@ -4,6 +4,7 @@ export * from "./builtin.js";
 export * from "./configuration.js";
 export * from "./hooks.js";
 export * from "./learner.js";
+export * from "./listwise.js";
 export * from "./losses.js";
 export * from "./module.js";
 export * from "./optim.js";

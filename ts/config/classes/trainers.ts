@@ -4,6 +4,7 @@ import { dict, int, list } from "../types.js";
 import { Module, Sampler } from "./base.js";
 import { Batcher } from "./batchers.js";
 import { TrainingHook } from "./hooks.js";
+import { ListwiseLoss } from "./listwise.js";
 import { BatchwiseLoss, PairwiseLoss } from "./losses.js";
 
 /** `xpm_torch.trainers.Trainer`: the generic trainer. */
@@ -28,7 +29,7 @@ export const LossTrainer = defineConfig(
   {
     extends: Trainer,
     validate(v, issue) {
-      if (!v.hooks.some((h) => PairwiseLoss.is(h) || BatchwiseLoss.is(h))) {
+      if (!v.hooks.some((h) => PairwiseLoss.is(h) || BatchwiseLoss.is(h) || ListwiseLoss.is(h))) {
         issue("hooks", "a LossTrainer needs at least one loss among its hooks");
       }
     },

@@ -23,6 +23,18 @@ config_enum! {
         BatchwiseCrossEntropy(WeightOnly) = "xpm_torch.losses.batchwise.CrossEntropyLoss",
         /// A loss.
         SoftmaxCrossEntropy(WeightOnly) = "xpm_torch.losses.batchwise.SoftmaxCrossEntropy",
+        /// A loss.
+        ListNetLoss(WeightOnly) = "xpm_torch.losses.listwise.ListNetLoss",
+        /// A loss.
+        ListMleLoss(WeightOnly) = "xpm_torch.losses.listwise.ListMLELoss",
+        /// A loss.
+        RankNetLoss(RankNetLossConfig) = "xpm_torch.losses.listwise.RankNetLoss",
+        /// A loss.
+        LambdaLoss(LambdaLossConfig) = "xpm_torch.losses.listwise.LambdaLoss",
+        /// A loss.
+        ApproxNdcgLoss(ApproxNdcgLossConfig) = "xpm_torch.losses.listwise.ApproxNDCGLoss",
+        /// A loss.
+        NeuralNdcgLoss(NeuralNdcgLossConfig) = "xpm_torch.losses.listwise.NeuralNDCGLoss",
         /// A hook.
         GradientClipping(GradientClippingConfig) = "xpm_torch.optim.GradientClippingHook",
         /// A hook.
@@ -107,6 +119,8 @@ config_enum! {
         PointwiseSampler(PairwiseSamplerConfig) = "xpm_torch.samplers.PointwiseSampler",
         /// A sampler.
         BatchwiseSampler(BatchwiseSamplerConfig) = "xpm_torch.samplers.BatchwiseSampler",
+        /// A sampler.
+        SlateSampler(SlateSamplerConfig) = "xpm_torch.samplers.SlateSampler",
         /// A sampler.
         TokenTripletSampler(TokenTripletSamplerConfig) = "xpm_torch.samplers.TokenTripletSampler",
         /// Triplets.

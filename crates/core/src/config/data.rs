@@ -3,6 +3,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::tagged::config_enum;
+use super::SlateSamplerConfig;
 
 config_enum! {
     /// Samplers feeding a trainer.
@@ -14,6 +15,8 @@ config_enum! {
         Pointwise(PairwiseSamplerConfig) = "xpm_torch.samplers.PointwiseSampler",
         /// `xpm_torch.samplers.BatchwiseSampler`.
         Batchwise(BatchwiseSamplerConfig) = "xpm_torch.samplers.BatchwiseSampler",
+        /// `xpm_torch.samplers.SlateSampler`.
+        Slate(SlateSamplerConfig) = "xpm_torch.samplers.SlateSampler",
         /// `xpm_torch.samplers.TokenTripletSampler`.
         TokenTriplets(TokenTripletSamplerConfig) = "xpm_torch.samplers.TokenTripletSampler",
         /// A sampler written in TypeScript.

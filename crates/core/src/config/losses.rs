@@ -1,7 +1,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::tagged::config_enum;
-use super::{JsHookConfig, LayerFreezerConfig, LayerSharerConfig};
+use super::{
+    ApproxNdcgLossConfig, JsHookConfig, LambdaLossConfig, LayerFreezerConfig, LayerSharerConfig,
+    NeuralNdcgLossConfig, RankNetLossConfig,
+};
 
 config_enum! {
     /// Training hooks of a trainer: its losses and structural hooks.
@@ -17,6 +20,18 @@ config_enum! {
         BatchwiseCrossEntropy(WeightOnly) = "xpm_torch.losses.batchwise.CrossEntropyLoss",
         /// InfoNCE over each query's documents.
         BatchwiseSoftmaxCrossEntropy(WeightOnly) = "xpm_torch.losses.batchwise.SoftmaxCrossEntropy",
+        /// ListNet over slates.
+        ListNet(WeightOnly) = "xpm_torch.losses.listwise.ListNetLoss",
+        /// ListMLE over slates.
+        ListMle(WeightOnly) = "xpm_torch.losses.listwise.ListMLELoss",
+        /// RankNet over the pairs of slates.
+        RankNet(RankNetLossConfig) = "xpm_torch.losses.listwise.RankNetLoss",
+        /// The LambdaLoss framework over slates.
+        Lambda(LambdaLossConfig) = "xpm_torch.losses.listwise.LambdaLoss",
+        /// ApproxNDCG over slates.
+        ApproxNdcg(ApproxNdcgLossConfig) = "xpm_torch.losses.listwise.ApproxNDCGLoss",
+        /// NeuralNDCG over slates.
+        NeuralNdcg(NeuralNdcgLossConfig) = "xpm_torch.losses.listwise.NeuralNDCGLoss",
         /// Freezes the selected parameters.
         LayerFreezer(LayerFreezerConfig) = "xpm_torch.trainers.hooks.LayerFreezer",
         /// Makes target parameters the very tensors of source parameters.

@@ -317,7 +317,7 @@ fn packed_tokens(
 /// [`records_batch`]), for code on the JavaScript side that reads records.
 ///
 /// # Errors
-/// [`Error::Config`] for batchwise groups; a libtorch error.
+/// [`Error::Config`] for batchwise groups and slates; a libtorch error.
 pub fn packed_records(batch: &Batch, what: &str) -> Result<Value> {
     let count = batch.len();
     Ok(match batch {
@@ -354,10 +354,13 @@ pub fn packed_records(batch: &Batch, what: &str) -> Result<Value> {
                 "relevance": base64_text(&bytes),
             })
         }
-        Batch::Batchwise(_) => {
+        Batch::Batchwise(_) | Batch::Slate(_) => {
             return Err(Error::config(
                 what,
-                "providers written in TypeScript read pairwise and pointwise records, not batchwise groups",
+                format!(
+                    "providers written in TypeScript read pairwise and pointwise records, not {}",
+                    batch.kind().name()
+                ),
             ))
         }
     })

@@ -8,6 +8,7 @@ mod pass;
 mod prefetch;
 mod records;
 mod samplers;
+mod slates;
 mod synthetic;
 mod triplets;
 
@@ -19,5 +20,6 @@ pub use pass::*;
 pub use prefetch::*;
 pub use records::*;
 pub use samplers::*;
+pub use slates::*;
 pub use synthetic::*;
 pub use triplets::*;

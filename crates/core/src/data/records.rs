@@ -30,6 +30,18 @@ pub struct BatchwiseBatch {
     pub relevance: Tensor,
 }
 
+/// Whole queries as padded lists: slate `b` is rows `b·L .. (b+1)·L` of `input`.
+#[derive(Debug)]
+pub struct SlateBatch {
+    /// `B·L` rows: the `L` positions of slate 0, then those of slate 1, ...; padded positions
+    /// hold some row whose score is ignored.
+    pub input: ScoreInput,
+    /// `B × L` graded labels (the dataset's grades as floats; 0 at padded positions), float.
+    pub labels: Tensor,
+    /// `B × L` bool, true at real documents, false at padding.
+    pub mask: Tensor,
+}
+
 /// The record kinds a sampler yields.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RecordKind {
@@ -39,6 +51,8 @@ pub enum RecordKind {
     Pointwise,
     /// A query with a group of graded documents.
     Batchwise,
+    /// A query's documents as a padded list with graded labels.
+    Slate,
 }
 
 impl RecordKind {
@@ -48,6 +62,7 @@ impl RecordKind {
             RecordKind::Pairwise => "pairwise triplets",
             RecordKind::Pointwise => "pointwise records",
             RecordKind::Batchwise => "batchwise groups",
+            RecordKind::Slate => "query slates",
         }
     }
 }
@@ -61,6 +76,8 @@ pub enum Batch {
     Pointwise(PointwiseBatch),
     /// See [`BatchwiseBatch`].
     Batchwise(BatchwiseBatch),
+    /// See [`SlateBatch`].
+    Slate(SlateBatch),
 }
 
 impl Batch {
@@ -70,6 +87,7 @@ impl Batch {
             Batch::Pairwise(_) => RecordKind::Pairwise,
             Batch::Pointwise(_) => RecordKind::Pointwise,
             Batch::Batchwise(_) => RecordKind::Batchwise,
+            Batch::Slate(_) => RecordKind::Slate,
         }
     }
 
@@ -80,6 +98,7 @@ impl Batch {
             Batch::Pairwise(b) => b.positive.len() as usize,
             Batch::Pointwise(b) => b.input.len() as usize,
             Batch::Batchwise(b) => b.relevance.size().first().copied().unwrap_or(0) as usize,
+            Batch::Slate(b) => b.labels.size().first().copied().unwrap_or(0) as usize,
         }
     }
 
@@ -104,19 +123,26 @@ impl Batch {
                 input: b.input.select(&index)?,
                 relevance: b.relevance.f_index_select(0, &index)?,
             }),
-            Batch::Batchwise(b) => {
-                let group = b.relevance.size()[1];
-                let mut doc_rows = Vec::with_capacity(rows.len() * group as usize);
-                for q in &rows {
-                    doc_rows.extend(q * group..(q + 1) * group);
-                }
-                Batch::Batchwise(BatchwiseBatch {
-                    input: b.input.select(&Tensor::f_from_slice(&doc_rows)?)?,
-                    relevance: b.relevance.f_index_select(0, &index)?,
-                })
-            }
+            Batch::Batchwise(b) => Batch::Batchwise(BatchwiseBatch {
+                input: b.input.select(&group_rows(&rows, b.relevance.size()[1])?)?,
+                relevance: b.relevance.f_index_select(0, &index)?,
+            }),
+            Batch::Slate(b) => Batch::Slate(SlateBatch {
+                input: b.input.select(&group_rows(&rows, b.labels.size()[1])?)?,
+                labels: b.labels.f_index_select(0, &index)?,
+                mask: b.mask.f_index_select(0, &index)?,
+            }),
         })
     }
+}
+
+/// The input rows of groups `groups` when each group holds `width` consecutive rows.
+fn group_rows(groups: &[i64], width: i64) -> Result<Tensor> {
+    let rows: Vec<i64> = groups
+        .iter()
+        .flat_map(|g| g * width..(g + 1) * width)
+        .collect();
+    Ok(Tensor::f_from_slice(&rows)?)
 }
 
 /// Grades as relevances in [0, 1]: grade / top grade (all zero when every grade is 0).

@@ -21,11 +21,12 @@ use crate::config::{
 use crate::data::{
     js_dataset, load_triplets, read_letor, synthetic_ltr, BatchSource, BatchwiseSampler, JsData,
     JsSampler, LtrDataset, PairwiseSampler, PointwiseSampler, RecordKind, Sampler, ScoreInput,
-    Shard, TokenTripletSampler,
+    Shard, SlateSampler, TokenTripletSampler,
 };
 use crate::losses::batchwise::{
     CrossEntropyLoss as BatchwiseCrossEntropyLoss, SoftmaxCrossEntropy,
 };
+use crate::losses::listwise::listwise_loss;
 use crate::losses::{CrossEntropyLoss, HingeLoss, OutputType, PointwiseCrossEntropyLoss};
 use crate::models::{self, Model};
 use crate::optim::{
@@ -119,6 +120,17 @@ fn loss_set(
                     output,
                 }))
             }
+            TrainingHookConfig::ListNet(_)
+            | TrainingHookConfig::ListMle(_)
+            | TrainingHookConfig::RankNet(_)
+            | TrainingHookConfig::Lambda(_)
+            | TrainingHookConfig::ApproxNdcg(_)
+            | TrainingHookConfig::NeuralNdcg(_) => {
+                match listwise_loss(hook, &format!("{path}.hooks[{i}]"))? {
+                    Some(loss) => AnyLoss::Listwise(loss),
+                    None => continue,
+                }
+            }
             TrainingHookConfig::LayerFreezer(_)
             | TrainingHookConfig::LayerSharer(_)
             | TrainingHookConfig::Js(_) => continue,
@@ -147,6 +159,13 @@ fn sampler(
         SamplerConfig::Batchwise(c) => Box::new(BatchwiseSampler::new(
             &data(&c.dataset)?,
             c.group_size as usize,
+            rng,
+            shard,
+            path,
+        )?),
+        SamplerConfig::Slate(c) => Box::new(SlateSampler::new(
+            &data(&c.dataset)?,
+            c.slate_length as usize,
             rng,
             shard,
             path,

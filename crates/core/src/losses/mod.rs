@@ -7,6 +7,7 @@
 mod base;
 pub mod batchwise;
 mod bce;
+pub mod listwise;
 pub mod pairwise;
 
 pub use base::*;

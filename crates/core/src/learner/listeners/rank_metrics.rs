@@ -1,72 +1,100 @@
 use crate::data::LtrDataset;
 use crate::{Error, Result};
 
-/// A ranking metric over held-out queries; higher is better.
+/// A ranking metric over held-out queries; higher is better. A document is relevant when its
+/// grade is above 0; documents are ranked by decreasing score, ties in dataset order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RankMetric {
     /// Fraction of preference pairs scored in the right order (strictly).
     PairwiseAccuracy,
-    /// Mean reciprocal rank of the first relevant (grade > 0) document.
+    /// Mean reciprocal rank of the first relevant document.
     Mrr,
     /// Normalised discounted cumulative gain (gain `2^rel − 1`) at a cut-off, or over all.
     Ndcg(Option<usize>),
+    /// Mean average precision: per query, the mean over its relevant documents of the
+    /// precision at their rank.
+    Map,
+    /// Relevant documents among the first `k`, divided by `k`.
+    Precision(usize),
+    /// Relevant documents among the first `k`, divided by the query's relevant documents.
+    Recall(usize),
+    /// Expected reciprocal rank (Chapelle et al., 2009) at a cut-off, or over all: a user stops
+    /// at a document of grade `g` with probability `(2^g − 1) / 2^top`, `top` the dataset's
+    /// highest grade.
+    Err(Option<usize>),
 }
 
+/// The metric names, for messages.
+const NAMES: &str =
+    "pairwise_accuracy, mrr, map, ndcg, ndcg@k, err, err@k, precision@k or recall@k";
+
 impl RankMetric {
-    /// Parses `pairwise_accuracy`, `mrr`, `ndcg` or `ndcg@k`.
+    /// Parses one of [`NAMES`] (`k` a whole number from 1).
     ///
     /// # Errors
     /// [`Error::Config`] at `path` for anything else.
     pub fn parse(name: &str, path: &str) -> Result<Self> {
-        match name {
-            "pairwise_accuracy" => Ok(RankMetric::PairwiseAccuracy),
-            "mrr" => Ok(RankMetric::Mrr),
-            "ndcg" => Ok(RankMetric::Ndcg(None)),
-            other => match other
-                .strip_prefix("ndcg@")
-                .and_then(|k| k.parse::<usize>().ok())
-            {
-                Some(k) if k > 0 => Ok(RankMetric::Ndcg(Some(k))),
-                _ => Err(Error::config(
-                    path,
-                    format!(
-                        "unknown metric {other:?} (use pairwise_accuracy, mrr, ndcg or ndcg@k)"
-                    ),
-                )),
+        let unknown = || Error::config(path, format!("unknown metric {name:?} (use {NAMES})"));
+        let (base, k) = match name.split_once('@') {
+            Some((base, digits)) => match digits.parse::<usize>() {
+                Ok(k) if k > 0 && !digits.starts_with('0') => (base, Some(k)),
+                _ => return Err(unknown()),
             },
-        }
+            None => (name, None),
+        };
+        Ok(match (base, k) {
+            ("pairwise_accuracy", None) => RankMetric::PairwiseAccuracy,
+            ("mrr", None) => RankMetric::Mrr,
+            ("map", None) => RankMetric::Map,
+            ("ndcg", k) => RankMetric::Ndcg(k),
+            ("err", k) => RankMetric::Err(k),
+            ("precision", Some(k)) => RankMetric::Precision(k),
+            ("recall", Some(k)) => RankMetric::Recall(k),
+            _ => return Err(unknown()),
+        })
     }
 
     /// The metric over all queries of `data` given each document's score. Pairwise accuracy
-    /// weighs every pair equally; MRR and NDCG average over queries, leaving out those where
-    /// they are undefined (no relevant document). `NaN` when nothing is defined.
+    /// weighs every pair equally; the others average over queries, leaving out every query
+    /// without a relevant document (where NDCG, AP, recall, MRR and ERR are 0/0, and precision is
+    /// left out too so that all metrics count the same queries). `NaN` when no query counts.
     pub fn compute(self, scores: &[f32], data: &LtrDataset) -> f64 {
+        let top = data.relevance.iter().copied().max().unwrap_or(0);
         let mut total = 0.0;
         let mut counted = 0usize;
         for q in data.query_bounds.windows(2) {
             let (rel, s) = (&data.relevance[q[0]..q[1]], &scores[q[0]..q[1]]);
-            match self {
-                RankMetric::PairwiseAccuracy => {
-                    let (ok, n) = pairwise(s, rel);
-                    total += ok as f64;
-                    counted += n;
-                }
-                RankMetric::Mrr | RankMetric::Ndcg(_) => {
-                    let value = match self {
-                        RankMetric::Ndcg(k) => ndcg(s, rel, k),
-                        _ => reciprocal_rank(s, rel),
-                    };
-                    if let Some(v) = value {
-                        total += v;
-                        counted += 1;
-                    }
-                }
+            if self == RankMetric::PairwiseAccuracy {
+                let (ok, n) = pairwise(s, rel);
+                total += ok as f64;
+                counted += n;
+            } else if rel.iter().any(|&g| g > 0) {
+                total += self.query_value(s, rel, top);
+                counted += 1;
             }
         }
         if counted == 0 {
             f64::NAN
         } else {
             total / counted as f64
+        }
+    }
+}
+
+impl RankMetric {
+    /// The metric of one query that has a relevant document.
+    fn query_value(self, scores: &[f32], rel: &[u8], top: u8) -> f64 {
+        let ranked: Vec<u8> = ranking(scores).into_iter().map(|d| rel[d]).collect();
+        let relevant = rel.iter().filter(|&&g| g > 0).count() as f64;
+        let hits = |k: usize| ranked.iter().take(k).filter(|&&g| g > 0).count() as f64;
+        match self {
+            RankMetric::PairwiseAccuracy => f64::NAN,
+            RankMetric::Mrr => reciprocal_rank(&ranked),
+            RankMetric::Ndcg(k) => ndcg(&ranked, rel, k),
+            RankMetric::Map => average_precision(&ranked) / relevant,
+            RankMetric::Precision(k) => hits(k) / k as f64,
+            RankMetric::Recall(k) => hits(k) / relevant,
+            RankMetric::Err(k) => expected_reciprocal_rank(&ranked, k, top),
         }
     }
 }
@@ -94,9 +122,37 @@ fn pairwise(scores: &[f32], rel: &[u8]) -> (usize, usize) {
     (ok, n)
 }
 
-fn reciprocal_rank(scores: &[f32], rel: &[u8]) -> Option<f64> {
-    let first = ranking(scores).into_iter().position(|d| rel[d] > 0)?;
-    Some(1.0 / (first + 1) as f64)
+/// 1 / the rank of the first relevant grade of `ranked`.
+fn reciprocal_rank(ranked: &[u8]) -> f64 {
+    ranked
+        .iter()
+        .position(|&g| g > 0)
+        .map_or(0.0, |first| 1.0 / (first + 1) as f64)
+}
+
+/// The sum of the precisions at the ranks of the relevant grades of `ranked`.
+fn average_precision(ranked: &[u8]) -> f64 {
+    let mut hits = 0.0;
+    let mut total = 0.0;
+    for (i, &g) in ranked.iter().enumerate() {
+        if g > 0 {
+            hits += 1.0;
+            total += hits / (i + 1) as f64;
+        }
+    }
+    total
+}
+
+fn expected_reciprocal_rank(ranked: &[u8], k: Option<usize>, top: u8) -> f64 {
+    let scale = 2f64.powi(i32::from(top));
+    let mut reach = 1.0;
+    let mut total = 0.0;
+    for (i, &g) in ranked.iter().take(k.unwrap_or(ranked.len())).enumerate() {
+        let stop = (2f64.powi(i32::from(g)) - 1.0) / scale;
+        total += reach * stop / (i + 1) as f64;
+        reach *= 1.0 - stop;
+    }
+    total
 }
 
 fn dcg(grades: impl Iterator<Item = u8>, k: usize) -> f64 {
@@ -107,12 +163,12 @@ fn dcg(grades: impl Iterator<Item = u8>, k: usize) -> f64 {
         .sum()
 }
 
-fn ndcg(scores: &[f32], rel: &[u8], k: Option<usize>) -> Option<f64> {
+/// NDCG of the grades `ranked` (a ranking of `rel`, which holds a relevant grade).
+fn ndcg(ranked: &[u8], rel: &[u8], k: Option<usize>) -> f64 {
     let k = k.unwrap_or(rel.len());
     let mut ideal = rel.to_vec();
     ideal.sort_unstable_by(|a, b| b.cmp(a));
-    let best = dcg(ideal.into_iter(), k);
-    (best > 0.0).then(|| dcg(ranking(scores).into_iter().map(|d| rel[d]), k) / best)
+    dcg(ranked.iter().copied(), k) / dcg(ideal.into_iter(), k)
 }
 
 #[cfg(test)]
@@ -165,8 +221,87 @@ mod tests {
             .is_nan());
     }
 
+    /// Every metric against the fixture's numpy values (scripts/fixtures/gen_listwise.py), on
+    /// data with score ties and a query without a relevant document.
+    #[test]
+    fn metrics_match_the_python_reference() {
+        let fixture = crate::losses::listwise::fixture::all();
+        for set in fixture["metrics"].as_array().unwrap() {
+            let ints = |key: &str| -> Vec<u64> {
+                set[key]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|v| v.as_u64().unwrap())
+                    .collect()
+            };
+            let d = data(
+                ints("relevance").into_iter().map(|g| g as u8).collect(),
+                ints("query_bounds")
+                    .into_iter()
+                    .map(|b| b as usize)
+                    .collect(),
+            );
+            let scores: Vec<f32> = set["scores"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_f64().unwrap() as f32)
+                .collect();
+            let metrics = set["metrics"].as_object().unwrap();
+            assert!(metrics.len() >= 20, "{}", metrics.len());
+            for (name, want) in metrics {
+                let got = RankMetric::parse(name, "m").unwrap().compute(&scores, &d);
+                let want = want.as_f64().unwrap();
+                assert!((got - want).abs() < 1e-12, "{name}: {got} vs numpy {want}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_query_without_relevant_documents_is_left_out_of_every_metric() {
+        // Query 0 has no relevant document and is ranked badly by any scores: leaving it out,
+        // every per-query metric is that of query 1, ranked perfectly.
+        let d = data(vec![0, 0, 0, 2, 1, 0], vec![0, 3, 6]);
+        let scores = [3.0f32, 2.0, 1.0, 3.0, 2.0, 1.0];
+        for name in ["mrr", "map", "ndcg", "ndcg@2", "recall@2"] {
+            let m = RankMetric::parse(name, "m").unwrap();
+            assert_eq!(m.compute(&scores, &d), 1.0, "{name}");
+        }
+        // precision@3 of query 1 alone: 2 relevant of 3
+        let p = RankMetric::Precision(3).compute(&scores, &d);
+        assert!((p - 2.0 / 3.0).abs() < 1e-12);
+        // ERR@1 of query 1 alone: its top document (grade 2 of top 2) stops with (4 − 1) / 4
+        assert_eq!(RankMetric::Err(Some(1)).compute(&scores, &d), 0.75);
+        let nothing = data(vec![0, 0], vec![0, 2]);
+        for name in ["map", "precision@1", "recall@1", "err"] {
+            let m = RankMetric::parse(name, "m").unwrap();
+            assert!(m.compute(&[1.0, 0.0], &nothing).is_nan(), "{name}");
+        }
+    }
+
     #[test]
     fn metric_names_parse_or_name_the_place() {
+        for (name, metric) in [
+            ("map", RankMetric::Map),
+            ("err", RankMetric::Err(None)),
+            ("err@5", RankMetric::Err(Some(5))),
+            ("precision@3", RankMetric::Precision(3)),
+            ("recall@20", RankMetric::Recall(20)),
+        ] {
+            assert_eq!(RankMetric::parse(name, "m").unwrap(), metric);
+        }
+        for bad in [
+            "precision",
+            "recall@0",
+            "map@3",
+            "mrr@2",
+            "ndcg@05",
+            "err@x",
+            "auc",
+        ] {
+            assert!(RankMetric::parse(bad, "m").is_err(), "{bad}");
+        }
         assert_eq!(
             RankMetric::parse("ndcg@10", "m").unwrap(),
             RankMetric::Ndcg(Some(10))

@@ -10,6 +10,7 @@ use crate::data::{
     TokenTriplets,
 };
 use crate::learner::{Metrics, TrainerContext};
+use crate::losses::listwise::ListwiseLoss;
 use crate::losses::{BatchwiseLoss, PairwiseLoss, PointwiseCrossEntropyLoss};
 use crate::models::Model;
 use crate::{Error, Result};
@@ -22,6 +23,8 @@ pub(crate) enum AnyLoss {
     Batchwise(Box<dyn BatchwiseLoss>),
     /// Binary cross-entropy, on pairs or on (document, relevance) records.
     Pointwise(PointwiseCrossEntropyLoss),
+    /// Over slates (padded lists of graded documents).
+    Listwise(Box<dyn ListwiseLoss>),
 }
 
 impl AnyLoss {
@@ -30,6 +33,7 @@ impl AnyLoss {
             AnyLoss::Pairwise(l) => l.name(),
             AnyLoss::Batchwise(l) => l.name(),
             AnyLoss::Pointwise(l) => l.name(),
+            AnyLoss::Listwise(l) => l.name(),
         }
     }
 
@@ -38,6 +42,7 @@ impl AnyLoss {
             AnyLoss::Pairwise(l) => l.weight(),
             AnyLoss::Batchwise(l) => l.weight(),
             AnyLoss::Pointwise(l) => l.weight,
+            AnyLoss::Listwise(l) => l.weight(),
         }
     }
 
@@ -48,6 +53,7 @@ impl AnyLoss {
             (_, RecordKind::Pairwise)
                 | (AnyLoss::Batchwise(_), RecordKind::Batchwise)
                 | (AnyLoss::Pointwise(_), RecordKind::Pointwise)
+                | (AnyLoss::Listwise(_), RecordKind::Slate)
         )
     }
 }
@@ -67,9 +73,23 @@ pub(crate) struct LossSums {
 
 /// A batch's scores, shaped for its kind.
 enum Scores {
-    Pairs { positive: Tensor, negative: Tensor },
-    Records { scores: Tensor, relevance: Tensor },
-    Groups { scores: Tensor, relevance: Tensor },
+    Pairs {
+        positive: Tensor,
+        negative: Tensor,
+    },
+    Records {
+        scores: Tensor,
+        relevance: Tensor,
+    },
+    Groups {
+        scores: Tensor,
+        relevance: Tensor,
+    },
+    Slates {
+        scores: Tensor,
+        labels: Tensor,
+        mask: Tensor,
+    },
 }
 
 fn score(model: &dyn Model, batch: &Batch) -> Result<Scores> {
@@ -85,6 +105,11 @@ fn score(model: &dyn Model, batch: &Batch) -> Result<Scores> {
         Batch::Batchwise(b) => Scores::Groups {
             scores: model.forward(&b.input)?.f_view_as(&b.relevance)?,
             relevance: b.relevance.shallow_clone(),
+        },
+        Batch::Slate(b) => Scores::Slates {
+            scores: model.forward(&b.input)?.f_view_as(&b.labels)?,
+            labels: b.labels.shallow_clone(),
+            mask: b.mask.shallow_clone(),
         },
     })
 }
@@ -143,6 +168,23 @@ impl LossSet {
                 (AnyLoss::Batchwise(l), Scores::Groups { scores, relevance }) => {
                     l.sum(scores, relevance)?.0
                 }
+                (AnyLoss::Listwise(l), Scores::Pairs { positive, negative }) => {
+                    let (scores, labels) = pairs_as_groups(positive, negative)?;
+                    l.sum(
+                        &scores,
+                        &labels,
+                        &labels.f_ones_like()?.f_to_kind(Kind::Bool)?,
+                    )?
+                    .0
+                }
+                (
+                    AnyLoss::Listwise(l),
+                    Scores::Slates {
+                        scores,
+                        labels,
+                        mask,
+                    },
+                ) => l.sum(scores, labels, mask)?.0,
                 _ => return Err(Error::Panic("a loss was given records it refused".into())),
             };
             let w = if loss.weight() == 1.0 {

@@ -25,7 +25,7 @@ impl MicroBatchable for Batch {
 
 /// The variables the built-in records provide: the batch-size variable (records of the group)
 /// and `l`, the longest (query + document) token count of the group for token records, the
-/// feature count for feature records.
+/// feature count for feature records, and the documents per slate for slates.
 #[derive(Clone)]
 pub(crate) struct RecordDims {
     batch_size_variable: String,
@@ -147,6 +147,8 @@ fn longest(batch: &Batch, records: &[usize]) -> Result<u64> {
                 .collect();
             row_lengths(&b.input, &doc_rows)?
         }
+        // Slates are as long as the documents they hold.
+        Batch::Slate(b) => b.labels.size().get(1).copied().unwrap_or(0),
     };
     Ok(longest.max(0) as u64)
 }
@@ -215,6 +217,26 @@ pub(crate) fn probe_batch(template: &Batch, provider: &RecordDims, dims: &Dims) 
             input: with_length(&b.input, l)?,
             relevance: b.relevance,
         }),
+        Batch::Slate(b) => Batch::Slate(with_slate_width(&b, l)?),
+    })
+}
+
+/// Slates of `width` positions made from `slates`' positions (repeated as needed).
+fn with_slate_width(
+    slates: &crate::data::SlateBatch,
+    width: i64,
+) -> Result<crate::data::SlateBatch> {
+    let (count, old) = slates.labels.size2()?;
+    let width = width.max(1);
+    let columns: Vec<i64> = (0..width).map(|i| i % old.max(1)).collect();
+    let rows: Vec<i64> = (0..count)
+        .flat_map(|s| columns.iter().map(move |c| s * old + c))
+        .collect();
+    let columns = Tensor::f_from_slice(&columns)?;
+    Ok(crate::data::SlateBatch {
+        input: slates.input.select(&Tensor::f_from_slice(&rows)?)?,
+        labels: slates.labels.f_index_select(1, &columns)?,
+        mask: slates.mask.f_index_select(1, &columns)?,
     })
 }
 

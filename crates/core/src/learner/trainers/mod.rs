@@ -3,6 +3,8 @@
 mod loss;
 mod micro;
 mod multiple;
+#[cfg(test)]
+mod slate_tests;
 
 pub(crate) use loss::*;
 pub(crate) use micro::*;
