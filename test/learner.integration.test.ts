@@ -58,10 +58,10 @@ describe("optimization", () => {
     const config = withTrainer(Learner.C({ ...base, model }), {
       hooks: [
         HingeLoss.C({}),
-        LayerFreezer.C({ selector: RegexParametersIterator.C({ regex: "layers\\.0\\..*" }) }),
+        LayerFreezer.C({ selector: RegexParametersIterator.C({ regex: "^layers\\.0\\.", model }) }),
         LayerSharer.C({
-          source: RegexParametersIterator.C({ regex: "layers\\.1\\.weight" }),
-          target: RegexParametersIterator.C({ regex: "layers\\.2\\.weight" }),
+          source: RegexParametersIterator.C({ regex: "^layers\\.1\\.weight$", model }),
+          target: RegexParametersIterator.C({ regex: "^layers\\.2\\.weight$", model }),
         }),
       ],
     });
