@@ -25,23 +25,29 @@ interface DocBlock {
   readonly firstLine: number;
 }
 
-const FENCE = /^```(ts|typescript)\s*$/;
+const FENCE = /^(\s*)```(ts|typescript)\s*$/;
+const CLOSE = /^\s*```\s*$/;
 const PRELUDE_START = "<!-- docs-test prelude";
 
-/** The TypeScript blocks of one Markdown text. */
+/** The TypeScript blocks of one Markdown text (fences may be indented, as in list items). */
 function extractBlocks(markdown: string, file: string): DocBlock[] {
   const lines = markdown.split("\n");
   const blocks: DocBlock[] = [];
   for (let i = 0; i < lines.length; i++) {
-    if (!FENCE.test(lines[i]!)) continue;
+    const fence = FENCE.exec(lines[i]!);
+    if (!fence) continue;
+    const indent = fence[1]!.length;
     const start = i;
     let end = i + 1;
-    while (end < lines.length && !/^```\s*$/.test(lines[end]!)) end++;
+    while (end < lines.length && !CLOSE.test(lines[end]!)) end++;
     if (end === lines.length) throw new Error(`${file}:${start + 1}: the code block is not closed`);
     blocks.push({
       place: `${file}:${start + 1}`,
       prelude: preludeBefore(lines, start),
-      code: lines.slice(start + 1, end).join("\n"),
+      code: lines
+        .slice(start + 1, end)
+        .map((line) => line.slice(Math.min(indent, line.length - line.trimStart().length)))
+        .join("\n"),
       firstLine: start + 2,
     });
     i = end;
@@ -52,8 +58,8 @@ function extractBlocks(markdown: string, file: string): DocBlock[] {
 function preludeBefore(lines: string[], fence: number): string {
   if (fence === 0 || lines[fence - 1]!.trim() !== "-->") return "";
   let open = fence - 2;
-  while (open >= 0 && !lines[open]!.startsWith("<!--")) open--;
-  if (open < 0 || !lines[open]!.startsWith(PRELUDE_START)) return "";
+  while (open >= 0 && !lines[open]!.trim().startsWith("<!--")) open--;
+  if (open < 0 || !lines[open]!.trim().startsWith(PRELUDE_START)) return "";
   return lines.slice(open + 1, fence - 1).join("\n");
 }
 
@@ -142,11 +148,15 @@ function runBlock(index: number): Promise<{ code: number | null; output: string 
 
 describe("the documentation's code blocks", () => {
   it("finds the blocks, with their hidden preludes", () => {
-    const sample = ["text", "<!-- docs-test prelude", "const a = 1;", "-->", "```ts", "a + 1;", "```", "```typescript", "b;", "```"].join("\n");
+    const sample = [
+      "text", "<!-- docs-test prelude", "const a = 1;", "-->", "```ts", "a + 1;", "```", "```typescript", "b;", "```",
+      "- item:", "  ```ts", "  if (c) {", "    d();", "  }", "  ```", "```js", "e;", "```",
+    ].join("\n");
     const blocks = extractBlocks(sample, "x.md");
     expect(blocks).toEqual([
       { place: "x.md:5", prelude: "const a = 1;", code: "a + 1;", firstLine: 6 },
       { place: "x.md:8", prelude: "", code: "b;", firstLine: 9 },
+      { place: "x.md:12", prelude: "", code: "if (c) {\n  d();\n}", firstLine: 13 },
     ]);
     expect(BLOCKS.length).toBeGreaterThanOrEqual(15);
   });
