@@ -1,12 +1,13 @@
 import { afterEach, describe, expect, expectTypeOf, it, vi } from "vitest";
 
-import { TYPE_KEY, registeredClasses } from "../ts/config/class.js";
+import { TYPE_KEY, defineConfig, registeredClasses } from "../ts/config/class.js";
 import * as c from "../ts/config/classes/index.js";
 import { canonicalFormula } from "../ts/config/formula.js";
 import { identifierOf, setMeta } from "../ts/config/identity.js";
 import { configJsonSchema } from "../ts/config/json-schema.js";
 import { sealedSet } from "../ts/config/types.js";
 import { demoLearner } from "../ts/demo-config.js";
+import { processesPerNode, usesDdp } from "../ts/distributed.js";
 import { ConfigError } from "../ts/errors.js";
 
 function heldout(config: ReturnType<typeof demoLearner>) {
@@ -50,7 +51,7 @@ const SPEC: Record<string, Expected> = {
   "xpm_torch.trainers.context.InitializationTrainingHook": {},
   "xpm_torch.trainers.hooks.LayerFreezer": { selector: REQUIRED },
   "xpm_torch.trainers.hooks.LayerSharer": { source: REQUIRED, target: REQUIRED },
-  "xpm_torch.validation.ValidationSettings": { listener: REQUIRED, key: REQUIRED },
+  "xpm_torch.validation.ValidationSettings": { listener: OPTIONAL, key: REQUIRED },
   "xpm_torch.trainers.validation.TrainerValidationLoss": {
     id: REQUIRED, data: REQUIRED, batcher: FACTORY, batch_size: REQUIRED, trainer: REQUIRED, warmup: -1,
     bestpath: GENERATED, info: GENERATED, validation_interval: 1, early_stop: 0,
@@ -176,12 +177,11 @@ describe("the PredictiveBatcher", () => {
     dims_provider: probes({ bs: 1, l: 64 }, { bs: 2, l: 128 }, { bs: 4, l: 64 }),
   };
 
-  it("canonicalises equivalent formulas to one text and one identifier", () => {
+  it("keeps formulas as written, so equivalent texts have different identifiers (as in Python)", () => {
     const one = c.PredictiveBatcher.C({ ...base, formula: "a*bs*l**2 + b*bs*l + c" });
     const two = c.PredictiveBatcher.C({ ...base, formula: "c+l*b*bs +  bs*l**2*a" });
-    expect(one.formula).toBe("a*bs*l**2 + b*bs*l + c");
-    expect(two.formula).toBe(one.formula);
-    expect(identifierOf(two)).toBe(identifierOf(one));
+    expect(two.formula).toBe("c+l*b*bs +  bs*l**2*a");
+    expect(identifierOf(two)).not.toBe(identifierOf(one));
     expect(canonicalFormula("2*a*l - b*bs", new Set(["a", "b"]), new Set(["bs", "l"]))).toBe("a*2*l + b*-1*bs");
   });
 
@@ -292,10 +292,51 @@ describe("FabricConfiguration", () => {
     expect(() => c.FabricConfiguration.C({ num_threads: 0 })).toThrow(ConfigError);
   });
 
+  it("refuses unknown strategies at .C() time; auto means ddp for several processes", () => {
+    for (const strategy of ["fsdp", "deepspeed", "ddp_spawn", "DDP"]) {
+      const err = errorOf(() => c.FabricConfiguration.C({ strategy: strategy as "auto" }));
+      expect(err.message).toContain("strategy");
+    }
+    const placement = (strategy: "auto" | "ddp", devices: string, num_nodes = 1) =>
+      c.FabricConfiguration.C({ strategy, devices, num_nodes, accelerator: "cpu" });
+    expect(usesDdp(placement("auto", "auto"))).toBe(false);
+    expect(usesDdp(placement("auto", "1"))).toBe(false);
+    expect(usesDdp(placement("auto", "2"))).toBe(true);
+    expect(processesPerNode(placement("auto", "2"))).toBe(2);
+    expect(usesDdp(placement("auto", "1", 2))).toBe(true);
+    expect(usesDdp(placement("ddp", "1"))).toBe(true);
+    expect(processesPerNode(placement("ddp", "3"))).toBe(3);
+  });
+
   it("keeps threads and determinism out of identifiers", () => {
     const config = demoLearner();
     const id = identifierOf(config);
     const tuned = c.FabricConfiguration.C({ num_threads: 2, deterministic: true });
     expect(identifierOf(c.Learner.C({ ...config, fabric_config: tuned }))).toBe(id);
+  });
+});
+
+describe("parameter selection and hooks", () => {
+  const model = c.MLP.C({ input_dim: 4, hidden_dims: [3] });
+
+  it("keeps an empty regex as written (Python hashes it so) and defaults negative_regex to empty", () => {
+    const all = c.RegexParametersIterator.C({ regex: "", model });
+    expect(all.regex).toBe("");
+    expect(all.negative_regex).toBe("");
+    expect(identifierOf(all)).toBe(identifierOf(c.RegexParametersIterator.C({ regex: "", negative_regex: "", model })));
+    expect(identifierOf(all)).not.toBe(identifierOf(c.RegexParametersIterator.C({ regex: ".*", model })));
+    expect(errorOf(() => c.RegexParametersIterator.C({ regex: "(", model })).message).toContain("regex");
+  });
+
+  it("refuses a ValidationHook in a trainer: validation listeners do not call hooks", () => {
+    const Check = defineConfig("my_tests.CheckOnValidation", {}, { extends: c.ValidationHook });
+    const sampler = c.PairwiseSampler.C({
+      dataset: c.SyntheticLtrDataset.C({ signal_seed: 1, seed: 1, num_queries: 2, docs_per_query: 2, num_features: 2 }),
+    });
+    const err = errorOf(() => c.LossTrainer.C({ sampler, hooks: [c.HingeLoss.C({}), Check.C({})] }));
+    expect(err.message).toContain("hooks[1]");
+    expect(err.message).toContain("ValidationHook");
+    const trainer = c.LossTrainer.C({ sampler, hooks: [c.HingeLoss.C({})] });
+    expect(() => c.MultipleTrainer.C({ trainers: { a: trainer }, hooks: [Check.C({})] })).toThrow(/hooks\[0\].*ValidationHook/);
   });
 });

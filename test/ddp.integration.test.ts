@@ -72,8 +72,8 @@ function torchrunRank(ws: string, rank: number, socket: { fd: number; port: numb
     const child = spawn(process.execPath, [CHILD, ws, "2", "32", "1", "5"], { cwd: repoRoot, env, stdio: [...stdio] });
     let stdout = "";
     let stderr = "";
-    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    child.stdout?.on("data", (d: Buffer) => (stdout += d.toString()));
+    child.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));
     const bound = setTimeout(() => child.kill("SIGKILL"), 90_000);
     child.on("exit", (code) => {
       clearTimeout(bound);
@@ -173,7 +173,7 @@ describe("ddp through learn()", () => {
     // A port the system chose, held open by this socket until rank 0 inherits it.
     const socket = loadNative().binding.bindRendezvousSocket("127.0.0.1");
     // Rank 1 first: it waits for rank 0's params.json before joining.
-    const running = [torchrunRank(ws, 1, socket), torchrunRank(ws, 0, socket)];
+    const running = [torchrunRank(ws, 1, socket), torchrunRank(ws, 0, socket)] as const;
     closeSync(socket.fd);
     const [one, zero] = await Promise.all(running);
     expect(zero.stderr).not.toMatch(/ERR_/);

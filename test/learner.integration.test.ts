@@ -12,6 +12,7 @@ import {
   LinearWithWarmup,
   LossTrainer,
   MlpScorer,
+  MultipleModel,
   PairwiseSampler,
   ParameterOptimizer,
   RegexParametersIterator,
@@ -58,10 +59,10 @@ describe("optimization", () => {
     const config = withTrainer(Learner.C({ ...base, model }), {
       hooks: [
         HingeLoss.C({}),
-        LayerFreezer.C({ selector: RegexParametersIterator.C({ regex: "layers\\.0\\..*" }) }),
+        LayerFreezer.C({ selector: RegexParametersIterator.C({ regex: "^layers\\.0\\.", model }) }),
         LayerSharer.C({
-          source: RegexParametersIterator.C({ regex: "layers\\.1\\.weight" }),
-          target: RegexParametersIterator.C({ regex: "layers\\.2\\.weight" }),
+          source: RegexParametersIterator.C({ regex: "^layers\\.1\\.weight$", model }),
+          target: RegexParametersIterator.C({ regex: "^layers\\.2\\.weight$", model }),
         }),
       ],
     });
@@ -74,6 +75,33 @@ describe("optimization", () => {
     expect(last.get("layers.1.bias")!.data.equals(first.get("layers.1.bias")!.data)).toBe(false);
     expect(last.get("layers.2.weight")!.data.equals(last.get("layers.1.weight")!.data)).toBe(true);
     expect(last.get("layers.2.weight")!.data.equals(first.get("layers.2.weight")!.data)).toBe(false);
+  });
+});
+
+describe("parameter selection", () => {
+  it("searches names as Python's re.search, relative to the selector's model", async () => {
+    const base = demoLearner({ max_epochs: 2, steps_per_epoch: 10 });
+    const scorer = MlpScorer.C({ input_dim: 16, hidden_dims: [8] });
+    const spare = MlpScorer.C({ input_dim: 16, hidden_dims: [4] });
+    const model = MultipleModel.C({ models: { scorer, spare }, scorer: "scorer" });
+    // "bias" is found in both bias names of the scorer (named "layers.<k>.bias" within it).
+    const config = withTrainer(Learner.C({ ...base, model }), {
+      hooks: [HingeLoss.C({}), LayerFreezer.C({ selector: RegexParametersIterator.C({ regex: "bias", model: scorer }) })],
+    });
+    const result = await learn(config, { workspace: workspace() });
+    const first = readSafetensors(result.checkpoints["1"]!);
+    const last = readSafetensors(result.learned_model!);
+    for (const name of ["scorer.layers.0.bias", "scorer.layers.1.bias"]) {
+      expect(last.get(name)!.data.equals(first.get(name)!.data), name).toBe(true);
+    }
+    for (const name of ["scorer.layers.0.weight", "scorer.layers.1.weight"]) {
+      expect(last.get(name)!.data.equals(first.get(name)!.data), name).toBe(false);
+    }
+    // A selector over a model that is not trained here is a configuration error naming it.
+    const elsewhere = withTrainer(Learner.C({ ...base, model }), {
+      hooks: [HingeLoss.C({}), LayerFreezer.C({ selector: RegexParametersIterator.C({ regex: "bias", model: MlpScorer.C({ input_dim: 3 }) }) })],
+    });
+    await expect(learn(elsewhere, { workspace: workspace() })).rejects.toThrow(/learner\.trainer\.hooks\[1\]\.selector\.model: is neither/);
   });
 });
 

@@ -32,12 +32,13 @@ const run = (config: LearnerConfig) => learn(config, { workspace: mkdtempSync(jo
 const scripted = (freeze?: string) => {
   const base = demoLearner({ seed: 1, num_features: 8, max_epochs: 3, steps_per_epoch: 25 });
   const trainer = base.trainer as typeof base.trainer & { hooks: readonly object[] };
+  const model = TorchScriptModel.C({ id: "scripted-features", path: join(FIXTURES, "scripted_features.pt"), input: "features" });
   return Learner.C({
     ...base,
-    model: TorchScriptModel.C({ id: "scripted-features", path: join(FIXTURES, "scripted_features.pt"), input: "features" }),
+    model,
     trainer: LossTrainer.C({
       ...(trainer as never as Parameters<typeof LossTrainer.C>[0]),
-      hooks: freeze ? [...trainer.hooks, LayerFreezer.C({ selector: RegexParametersIterator.C({ regex: freeze }) })] : trainer.hooks,
+      hooks: freeze ? [...trainer.hooks, LayerFreezer.C({ selector: RegexParametersIterator.C({ regex: freeze, model }) })] : trainer.hooks,
     } as never),
   });
 };

@@ -53,9 +53,21 @@ export function rankFromEnvironment(env: NodeJS.ProcessEnv = process.env): RankI
   return { rank, localRank, worldSize, localWorldSize };
 }
 
+/**
+ * Whether the run is distributed data-parallel: strategy `ddp`, or `auto` with more than one
+ * process in all (devices per node × nodes), as Lightning chooses.
+ */
+export function usesDdp(placement: FabricPlacement): boolean {
+  if (placement.strategy === "ddp") return true;
+  return placement.strategy === "auto" && devicesPerNode(placement) * placement.num_nodes > 1;
+}
+
 /** Processes per node the configuration asks for: `devices` as a count or a list; `auto` is 1. */
 export function processesPerNode(placement: FabricPlacement): number {
-  if (placement.strategy !== "ddp") return 1;
+  return usesDdp(placement) ? devicesPerNode(placement) : 1;
+}
+
+function devicesPerNode(placement: FabricPlacement): number {
   const devices = placement.devices.trim();
   if (devices === "auto" || devices === "-1") return 1;
   if (/^\d+$/.test(devices)) return Math.max(1, Number(devices));

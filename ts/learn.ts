@@ -24,7 +24,7 @@ import { ConfigError, DistributedError, type NativeErrorPayload, fromNative } fr
 import { type ListenerBehaviour, type ListenerState, listenerBehaviour, toReply } from "./listeners.js";
 import { type NativeBinding, loadNative } from "./native.js";
 import { type ProgressDisplay, createProgressDisplay } from "./progress/display.js";
-import { LAUNCHED_ENV, type RankInfo, launchWorkers, processesPerNode, rankFromEnvironment } from "./distributed.js";
+import { LAUNCHED_ENV, type RankInfo, launchWorkers, processesPerNode, rankFromEnvironment, usesDdp } from "./distributed.js";
 import { generatePaths } from "./workspace/generated.js";
 import { type Job, acquireLock, defaultWorkspace, jobOf, markDone, markFailed, prepareJobDirectory, storedResult } from "./workspace/job.js";
 
@@ -437,7 +437,7 @@ async function asRank(config: LearnerConfig, job: Job, options: LearnOptions, ra
  * that already finished returns its stored result without training; a job running in another
  * process makes this call fail with JobLockedError.
  *
- * With `fabric_config.strategy: "ddp"` and more than one process in all (`devices` per node
+ * With `fabric_config.strategy: "ddp"` (or `"auto"`, Lightning's choice) and more than one process in all (`devices` per node
  * times `num_nodes`), the calling process becomes the launcher: it holds the job, runs this same
  * script again once per device with the rank environment (RANK, LOCAL_RANK, WORLD_SIZE,
  * LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT), and resolves to what rank 0 stored. Under torchrun
@@ -448,7 +448,8 @@ async function asRank(config: LearnerConfig, job: Job, options: LearnOptions, ra
 export async function learn(config: LearnerConfig, options: LearnOptions = {}): Promise<LearnResult> {
   const job = jobOf(config, options.workspace ?? defaultWorkspace());
   const rank = rankFromEnvironment();
-  const worker = rank !== undefined && rank.worldSize > 1 && config.fabric_config.strategy === "ddp";
+  // A rank of a distributed run: ddp, or "auto" in a launch environment of several ranks.
+  const worker = rank !== undefined && rank.worldSize > 1 && ["ddp", "auto"].includes(config.fabric_config.strategy);
   if (!worker) {
     const done = storedResult<StoredResult>(job);
     if (done) return completed(config, job, done, true);
@@ -456,6 +457,6 @@ export async function learn(config: LearnerConfig, options: LearnOptions = {}): 
   if (worker) return asRank(config, job, options, rank);
   const fabric = config.fabric_config;
   const perNode = processesPerNode(fabric);
-  if (fabric.strategy === "ddp" && perNode * fabric.num_nodes > 1 && rank === undefined) return launch(config, job, perNode);
+  if (usesDdp(fabric) && perNode * fabric.num_nodes > 1 && rank === undefined) return launch(config, job, perNode);
   return runOwned(config, job, () => train(config, job, options));
 }

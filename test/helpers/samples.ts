@@ -112,7 +112,7 @@ export const SAMPLES: Record<string, () => object> = {
   "xpm_torch.schedulers.LinearWithWarmup": () => c.LinearWithWarmup.C({ num_warmup_steps: 100, min_factor: 0.1 }),
   "xpm_torch.schedulers.CosineWithWarmup": () => c.CosineWithWarmup.C({ num_warmup_steps: 5, num_cycles: 2 }),
   "xpm_torch.schedulers.LinearWithWarmupAndMaxEpochs": () =>
-    c.LinearWithWarmupAndMaxEpochs.C({ num_warmup_steps: 1000, total_training_steps: 35000 }),
+    c.LinearWithWarmupAndMaxEpochs.C({ num_warmup_steps: 1000, min_factor: 0.05, total_training_steps: 35000 }),
   "xpm_torch.optim.ParameterFilter": () => c.ParameterFilter.C({}),
   "xpm_torch.optim.RegexParameterFilter": () => c.RegexParameterFilter.C({ excludes: ["\\.bias$"] }),
   "xpm_torch.optim.ParameterOptimizer": parameterOptimizer,
@@ -147,13 +147,22 @@ export const SAMPLES: Record<string, () => object> = {
   "xpm_torch.data.SyntheticTokenTriplets": synthetic,
   "xpm_torch.samplers.TokenTripletSampler": () => c.TokenTripletSampler.C({ triplets: synthetic() }),
   "xpm_torch.listeners.RankingValidationListener": () => ranking("rank", 7),
-  "xpm_torch.parameters.RegexParametersIterator": () => c.RegexParametersIterator.C({ regex: "layers\\.0\\..*", negative_regex: ".*bias" }),
-  "xpm_torch.parameters.InverseParametersIterator": () => c.InverseParametersIterator.C({ iterator: c.RegexParametersIterator.C({ regex: "x" }) }),
-  "xpm_torch.trainers.hooks.LayerFreezer": () => c.LayerFreezer.C({ selector: c.RegexParametersIterator.C({ regex: "layers\\.0\\..*" }) }),
+  "xpm_torch.parameters.RegexParametersIterator": () =>
+    c.RegexParametersIterator.C({ regex: "layers\\.0\\.", negative_regex: "bias", model: c.Linear.C({ input_dim: 2 }) }),
+  "xpm_torch.parameters.InverseParametersIterator": () =>
+    c.InverseParametersIterator.C({ iterator: c.RegexParametersIterator.C({ regex: "x", model: c.Linear.C({ input_dim: 2 }) }) }),
+  "xpm_torch.parameters.SubParametersIterator": () =>
+    c.SubParametersIterator.C({
+      model: c.Linear.C({ input_dim: 2 }),
+      iterator: c.RegexParametersIterator.C({ regex: "^weight$", model: c.Linear.C({ input_dim: 2 }) }),
+      default: true,
+    }),
+  "xpm_torch.trainers.hooks.LayerFreezer": () =>
+    c.LayerFreezer.C({ selector: c.RegexParametersIterator.C({ regex: "^layers\\.0\\.", model: c.MLP.C({ input_dim: 4, hidden_dims: [3, 3] }) }) }),
   "xpm_torch.trainers.hooks.LayerSharer": () =>
     c.LayerSharer.C({
-      source: c.RegexParametersIterator.C({ regex: "layers\\.1\\.weight" }),
-      target: c.RegexParametersIterator.C({ regex: "layers\\.2\\.weight" }),
+      source: c.RegexParametersIterator.C({ regex: "^layers\\.1\\.weight$", model: c.MLP.C({ input_dim: 4, hidden_dims: [3, 3] }) }),
+      target: c.RegexParametersIterator.C({ regex: "^layers\\.2\\.weight$", model: c.MLP.C({ input_dim: 4, hidden_dims: [3, 3] }) }),
     }),
   "xpm_torch.learner.Learner": () =>
     c.Learner.C({

@@ -1,6 +1,6 @@
 import { configOf, defineConfig } from "../class.js";
 import { param } from "../declare.js";
-import { int, str } from "../types.js";
+import { bool, int, str } from "../types.js";
 
 /** `xpm_torch.base.Random`: seeds every random choice of a run. */
 export const Random = defineConfig("xpm_torch.base.Random", {
@@ -22,26 +22,29 @@ export const Hook = defineConfig("xpm_torch.context.Hook", {}, { abstract: true 
 /** `xpm_torch.parameters.ParametersIterator`: selects model parameters by name. */
 export const ParametersIterator = defineConfig("xpm_torch.parameters.ParametersIterator", {}, { abstract: true });
 
-/** Selects parameters whose full dotted name matches `regex` and not `negative_regex`. */
+/**
+ * Selects the parameters of `model` whose dotted name (relative to `model`) contains a match of
+ * `regex` and none of `negative_regex`, as Python's `re.search` (anchor with `^`/`$` to match a
+ * whole name). An empty `regex` selects every parameter, an empty `negative_regex` deselects none.
+ * `model` is the learner's model or one of the entries of its MultipleModel.
+ */
 export const RegexParametersIterator = defineConfig(
   "xpm_torch.parameters.RegexParametersIterator",
   {
-    regex: param(str()).help("Selects names it fully matches (empty: every name)"),
-    negative_regex: param(str()).optional().help("Deselects names it fully matches"),
+    regex: param(str()).help("Selects the names it is found in (empty: every name)"),
+    negative_regex: param(str()).default("", { ignoreDefault: true }).help("Deselects the names it is found in (empty: none)"),
+    model: param(configOf(Module)).help("The model whose parameters are selected"),
   },
   {
     extends: ParametersIterator,
     validate(v, issue) {
       for (const key of ["regex", "negative_regex"] as const) {
-        const pattern = v[key];
-        if (pattern === undefined) continue;
         try {
-          new RegExp(pattern);
+          new RegExp(v[key]);
         } catch (error) {
           issue(key, `invalid regular expression: ${(error as Error).message}`);
         }
       }
-      if (v.regex === "") return { regex: ".*" };
     },
   },
 );
@@ -50,5 +53,19 @@ export const RegexParametersIterator = defineConfig(
 export const InverseParametersIterator = defineConfig(
   "xpm_torch.parameters.InverseParametersIterator",
   { iterator: param(configOf(ParametersIterator)) },
+  { extends: ParametersIterator },
+);
+
+/**
+ * Selects over all the parameters of `model`: those the sub-model selector `iterator` yields keep
+ * its choice, the others get `default`.
+ */
+export const SubParametersIterator = defineConfig(
+  "xpm_torch.parameters.SubParametersIterator",
+  {
+    model: param(configOf(Module)).help("The model whose parameters are gathered"),
+    iterator: param(configOf(ParametersIterator)).help("The selector over a part of the model"),
+    default: param(bool()).help("Whether the parameters outside the part are selected"),
+  },
   { extends: ParametersIterator },
 );

@@ -69,12 +69,10 @@ export const PredictiveBatcher = defineConfig(
       if (probes.length < coefficients.size) {
         issue("dims_provider.probe_dims", `${probes.length} probe points cannot fit ${coefficients.size} coefficients`);
       }
+      // Checked, but kept as written: experimaestro hashes the text as given (xpm_torch 0.3.1's
+      // canonicalising __validate__ is shadowed by experimaestro's own and never runs on a config).
       const canonical = canonicalFormula(v.formula, coefficients, variables);
-      if (typeof canonical !== "string") {
-        issue("formula", canonical.error);
-        return;
-      }
-      return { formula: canonical };
+      if (typeof canonical !== "string") issue("formula", canonical.error);
     },
   },
 );

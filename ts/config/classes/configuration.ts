@@ -16,6 +16,9 @@ export const LEGACY_PRECISIONS = { "32": "32-true", "64": "64-true", "16": "16-m
 
 export const PRECISIONS = [...CURRENT_PRECISIONS, ...(Object.keys(LEGACY_PRECISIONS) as (keyof typeof LEGACY_PRECISIONS)[])] as const;
 
+/** The strategies a run accepts. */
+export const STRATEGIES = ["auto", "ddp"] as const;
+
 /**
  * `xpm_torch.configuration.FabricConfiguration`: precision and devices of a run.
  *
@@ -33,7 +36,7 @@ export const FabricConfiguration = defineConfig(
     torch_fp32_precision: param(literal(["highest", "high", "medium"])).optional(),
     num_nodes: meta(int((s) => s.min(1))).default(1),
     devices: meta(str((s) => s.min(1))).default("auto"),
-    strategy: meta(str((s) => s.min(1))).default("auto"),
+    strategy: meta(literal(STRATEGIES)).default("auto").help('"auto": ddp for several devices or nodes (as Lightning), else one process; "ddp"'),
     accelerator: meta(literal(["auto", "cpu", "cuda", "gpu"])).default("auto"),
     num_threads: meta(int((s) => s.min(1))).optional(),
     deterministic: meta(bool()).optional(),

@@ -1,5 +1,5 @@
 import { configOf, defineConfig } from "../class.js";
-import { param } from "../declare.js";
+import { constant, param } from "../declare.js";
 import { float, str } from "../types.js";
 import { Hook, ParametersIterator } from "./base.js";
 
@@ -35,7 +35,10 @@ export const LayerSharer = defineConfig(
 /** `xpm_torch.optim.GradientClippingHook`: clips each optimizer's gradients to an L2 norm. */
 export const GradientClippingHook = defineConfig(
   "xpm_torch.optim.GradientClippingHook",
-  { max_norm: param(float((s) => s.gt(0))).help("Largest global L2 norm of the gradients") },
+  {
+    max_norm: param(float((s) => s.gt(0))).help("Largest global L2 norm of the gradients"),
+    version: constant(str(), "1"),
+  },
   { extends: Hook },
 );
 

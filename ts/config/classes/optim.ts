@@ -57,14 +57,23 @@ export const CosineWithWarmup = defineConfig(
   { extends: Scheduler },
 );
 
-/** `xpm_torch.schedulers.LinearWithWarmupAndMaxEpochs`: decays to 0 at `total_training_steps`. */
+/**
+ * `xpm_torch.schedulers.LinearWithWarmupAndMaxEpochs`: as LinearWithWarmup, over
+ * `total_training_steps` instead of the run's steps when set (training in several phases).
+ */
 export const LinearWithWarmupAndMaxEpochs = defineConfig(
   "xpm_torch.schedulers.LinearWithWarmupAndMaxEpochs",
-  { num_warmup_steps: warmup(), total_training_steps: param(int((s) => s.min(1))) },
+  {
+    num_warmup_steps: warmup(),
+    min_factor: param(float((s) => s.min(0))).default(0, { ignoreDefault: true }),
+    total_training_steps: param(int((s) => s.min(1))).optional().help("Steps the decay spans (default: the run's)"),
+  },
   {
     extends: Scheduler,
     validate(v, issue) {
-      if (v.total_training_steps < v.num_warmup_steps) issue("total_training_steps", "must be at least num_warmup_steps");
+      if (v.total_training_steps !== undefined && v.total_training_steps < v.num_warmup_steps) {
+        issue("total_training_steps", "must be at least num_warmup_steps");
+      }
     },
   },
 );
@@ -98,5 +107,5 @@ export const ParameterOptimizer = defineConfig("xpm_torch.optim.ParameterOptimiz
   optimizer: param(configOf(Optimizer)),
   scheduler: param(configOf(Scheduler)).optional(),
   module: param(configOf(Module)).optional(),
-  filter: param(configOf(ParameterFilter)).factory(() => ParameterFilter.C({}), { ignoreDefault: true }),
+  filter: param(configOf(ParameterFilter)).factory(() => ParameterFilter.C({})),
 });

@@ -1,11 +1,26 @@
 import { configOf, defineConfig } from "../class.js";
-import { meta, param } from "../declare.js";
+import { type Issue, meta, param } from "../declare.js";
 import { dict, int, list } from "../types.js";
 import { Module, Sampler } from "./base.js";
 import { Batcher } from "./batchers.js";
-import { TrainingHook } from "./hooks.js";
+import { TrainingHook, ValidationHook } from "./hooks.js";
 import { ListwiseLoss } from "./listwise.js";
 import { BatchwiseLoss, PairwiseLoss } from "./losses.js";
+
+/**
+ * Refuses ValidationHook subclasses: this port's validation listeners call no hooks, so such a
+ * hook would silently never run.
+ */
+function refuseValidationHooks(hooks: readonly object[], issue: Issue): void {
+  hooks.forEach((hook, i) => {
+    if (ValidationHook.is(hook)) {
+      issue(
+        `hooks[${i}]`,
+        "is a ValidationHook, which validation listeners do not call here; compute validation metrics in a listener (defineListener) instead",
+      );
+    }
+  });
+}
 
 /** `xpm_torch.trainers.Trainer`: the generic trainer. */
 export const Trainer = defineConfig(
@@ -29,6 +44,7 @@ export const LossTrainer = defineConfig(
   {
     extends: Trainer,
     validate(v, issue) {
+      refuseValidationHooks(v.hooks, issue);
       if (!v.hooks.some((h) => PairwiseLoss.is(h) || BatchwiseLoss.is(h) || ListwiseLoss.is(h))) {
         issue("hooks", "a LossTrainer needs at least one loss among its hooks");
       }
@@ -43,6 +59,7 @@ export const MultipleTrainer = defineConfig(
   {
     extends: Trainer,
     validate(v, issue) {
+      refuseValidationHooks(v.hooks, issue);
       if (Object.keys(v.trainers).length === 0) issue("trainers", "needs at least one trainer");
     },
   },

@@ -8,7 +8,7 @@ import { LossTrainer } from "./trainers.js";
 
 /** `xpm_torch.validation.ValidationSettings`: identifies a validation checkpoint. */
 export const ValidationSettings = defineConfig("xpm_torch.validation.ValidationSettings", {
-  listener: param(configOf(LearnerListener)),
+  listener: param(configOf(LearnerListener)).optional(),
   key: param(str((s) => s.min(1))).help("The metric key for this validation checkpoint"),
 });
 

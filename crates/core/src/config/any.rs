@@ -89,6 +89,8 @@ config_enum! {
         RegexParametersIterator(RegexIteratorConfig) = "xpm_torch.parameters.RegexParametersIterator",
         /// A selector.
         InverseParametersIterator(Box<InverseIteratorConfig>) = "xpm_torch.parameters.InverseParametersIterator",
+        /// A selector.
+        SubParametersIterator(Box<SubIteratorConfig>) = "xpm_torch.parameters.SubParametersIterator",
         /// Validation checkpoint selector.
         ValidationSettings(ValidationSettings) = "xpm_torch.validation.ValidationSettings",
         /// A saved model's loader.

@@ -1,6 +1,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::tagged::config_enum;
+use super::ModelConfig;
 
 config_enum! {
     /// Learner-level hooks.
@@ -19,6 +20,8 @@ config_enum! {
 pub struct GradientClippingConfig {
     /// Largest global L2 norm.
     pub max_norm: f64,
+    /// The hook's version (a constant of the Python class, `"1"`).
+    pub version: String,
 }
 
 /// `xpm_torch.optim.GradientLogHook`.
@@ -55,6 +58,8 @@ config_enum! {
         Regex(RegexIteratorConfig) = "xpm_torch.parameters.RegexParametersIterator",
         /// The complement of another selection.
         Inverse(Box<InverseIteratorConfig>) = "xpm_torch.parameters.InverseParametersIterator",
+        /// A selection over a part of a model, extended to the whole model.
+        Sub(Box<SubIteratorConfig>) = "xpm_torch.parameters.SubParametersIterator",
     }
 }
 
@@ -62,11 +67,13 @@ config_enum! {
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RegexIteratorConfig {
-    /// Selects names it fully matches.
+    /// Selects the names it is found in (empty: every name).
     pub regex: String,
-    /// Deselects names it fully matches.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub negative_regex: Option<String>,
+    /// Deselects the names it is found in (empty: none).
+    #[serde(default)]
+    pub negative_regex: String,
+    /// The model whose parameters are selected (names are relative to it).
+    pub model: ModelConfig,
 }
 
 /// `xpm_torch.parameters.InverseParametersIterator`.
@@ -75,6 +82,18 @@ pub struct RegexIteratorConfig {
 pub struct InverseIteratorConfig {
     /// The selection to invert.
     pub iterator: ParametersIteratorConfig,
+}
+
+/// `xpm_torch.parameters.SubParametersIterator`.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubIteratorConfig {
+    /// The model whose parameters are gathered.
+    pub model: ModelConfig,
+    /// The selection over a part of `model`.
+    pub iterator: ParametersIteratorConfig,
+    /// Whether the parameters outside the part are selected.
+    pub default: bool,
 }
 
 /// A training hook written in JavaScript: the loop asks the JavaScript side to run it.

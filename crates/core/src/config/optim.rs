@@ -69,7 +69,7 @@ config_enum! {
         LinearWithWarmup(LinearWithWarmupConfig) = "xpm_torch.schedulers.LinearWithWarmup",
         /// Linear warmup then cosine decay.
         CosineWithWarmup(CosineWithWarmupConfig) = "xpm_torch.schedulers.CosineWithWarmup",
-        /// Linear warmup then linear decay to 0 at `total_training_steps`.
+        /// Linear warmup then linear decay to `min_factor` at `total_training_steps`.
         LinearWithWarmupAndMaxEpochs(LinearWithWarmupAndMaxEpochsConfig) = "xpm_torch.schedulers.LinearWithWarmupAndMaxEpochs",
     }
 }
@@ -100,8 +100,11 @@ pub struct CosineWithWarmupConfig {
 pub struct LinearWithWarmupAndMaxEpochsConfig {
     /// Warmup steps.
     pub num_warmup_steps: u64,
-    /// Step at which the factor reaches 0.
-    pub total_training_steps: u64,
+    /// Floor of the decay.
+    pub min_factor: f64,
+    /// Steps the decay spans (default: the run's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_training_steps: Option<u64>,
 }
 
 config_enum! {

@@ -56,8 +56,9 @@ config_enum! {
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ValidationSettings {
-    /// The listener.
-    pub listener: ListenerConfig,
+    /// The listener (optional, as in Python).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listener: Option<ListenerConfig>,
     /// The metric key.
     pub key: String,
 }

@@ -486,7 +486,7 @@ pub(crate) fn build(
 
     let mut hooks = Vec::new();
     structural_hooks(&config.trainer, "learner.trainer", &mut hooks);
-    let frozen = apply_structural_hooks(&hooks, model.as_mut())?;
+    let frozen = apply_structural_hooks(&hooks, &config.model, model.as_mut())?;
     for p in model.named_parameters() {
         if frozen.contains(&p.name) {
             let _ = p.tensor.set_requires_grad(false);

@@ -25,7 +25,7 @@ use crate::distributed::{
     Backend, DistEnv, DistributedError, GradReduction, ProcessGroup, ReduceOp, DEFAULT_TIMEOUT,
 };
 use crate::models::Model;
-use crate::runtime::DDP;
+use crate::runtime::{AUTO_STRATEGY, DDP};
 use crate::{Error, Result};
 
 /// Steps between two comparisons of the ranks' stop requests (see
@@ -51,10 +51,15 @@ impl Distributed {
     /// # Errors
     /// [`Error::Distributed`] when the environment is malformed or the rendezvous fails.
     pub fn join(fabric: &FabricConfiguration) -> Result<(Self, Vec<String>)> {
-        if fabric.strategy != DDP {
+        if fabric.strategy != DDP && fabric.strategy != AUTO_STRATEGY {
             return Ok((Self::single(), Vec::new()));
         }
         let env = DistEnv::from_env()?;
+        // "auto" is ddp when the environment holds several ranks (torchrun, SLURM, learn()'s
+        // launcher), as Lightning chooses.
+        if fabric.strategy == AUTO_STRATEGY && !env.is_distributed() {
+            return Ok((Self::single(), Vec::new()));
+        }
         if !env.is_distributed() {
             let warning = "learner.fabric_config.strategy is \"ddp\" but this process runs \
                            alone (no RANK/WORLD_SIZE above 1 in its environment): training on \

@@ -3,7 +3,7 @@
 use tch::{Kind, Tensor};
 
 use super::TrainerContext;
-use crate::config::{HookConfig, TrainingHookConfig};
+use crate::config::{HookConfig, ModelConfig, TrainingHookConfig};
 use crate::models::Model;
 use crate::optim::ParameterSelector;
 use crate::{Error, Result};
@@ -76,13 +76,15 @@ fn global_norm(grads: &[Tensor]) -> Result<f64> {
 /// returns the names of the frozen parameters.
 pub(crate) fn apply_structural_hooks(
     hooks: &[(String, &TrainingHookConfig)],
+    model_config: &ModelConfig,
     model: &mut dyn Model,
 ) -> Result<Vec<String>> {
     let mut frozen = Vec::new();
     for (path, hook) in hooks {
         match hook {
             TrainingHookConfig::LayerFreezer(c) => {
-                let selector = ParameterSelector::new(&c.selector, &format!("{path}.selector"))?;
+                let selector =
+                    ParameterSelector::new(&c.selector, model_config, &format!("{path}.selector"))?;
                 let selected: Vec<String> = names(model)
                     .into_iter()
                     .filter(|n| selector.selects(n))
@@ -96,8 +98,10 @@ pub(crate) fn apply_structural_hooks(
                 frozen.extend(selected);
             }
             TrainingHookConfig::LayerSharer(c) => {
-                let source = ParameterSelector::new(&c.source, &format!("{path}.source"))?;
-                let target = ParameterSelector::new(&c.target, &format!("{path}.target"))?;
+                let source =
+                    ParameterSelector::new(&c.source, model_config, &format!("{path}.source"))?;
+                let target =
+                    ParameterSelector::new(&c.target, model_config, &format!("{path}.target"))?;
                 let all = names(model);
                 let sources: Vec<&String> = all.iter().filter(|n| source.selects(n)).collect();
                 let targets: Vec<&String> = all.iter().filter(|n| target.selects(n)).collect();

@@ -77,33 +77,6 @@ impl Schedule for CosineWithWarmup {
     }
 }
 
-/// Linear warmup over `warmup` steps, then linear decay to 0 at `total_training_steps`, whatever
-/// the length of this run (`xpm_torch.schedulers.LinearWithWarmupAndMaxEpochs`, for training in
-/// several phases).
-#[derive(Debug, Clone, PartialEq)]
-pub struct LinearWithWarmupAndMaxEpochs {
-    /// Warmup steps.
-    pub warmup: u64,
-    /// Step at which the factor reaches 0.
-    pub total_training_steps: u64,
-}
-
-impl LinearWithWarmupAndMaxEpochs {
-    fn at(&self, step: f64) -> f64 {
-        if step < self.warmup as f64 {
-            return warmup_factor(step, self.warmup);
-        }
-        let t = self.total_training_steps;
-        ((t as f64 - step) / span(self.warmup, t)).max(0.0)
-    }
-}
-
-impl Schedule for LinearWithWarmupAndMaxEpochs {
-    fn factor(&self, step: u64) -> f64 {
-        self.at(step as f64)
-    }
-}
-
 /// The schedule `config` describes for a run of `total_steps` optimizer steps
 /// (`max_epochs × steps_per_epoch`).
 pub fn schedule(config: &SchedulerConfig, total_steps: u64) -> Box<dyn Schedule + Send> {
@@ -118,12 +91,13 @@ pub fn schedule(config: &SchedulerConfig, total_steps: u64) -> Box<dyn Schedule 
             total: total_steps,
             num_cycles: c.num_cycles,
         }),
-        SchedulerConfig::LinearWithWarmupAndMaxEpochs(c) => {
-            Box::new(LinearWithWarmupAndMaxEpochs {
-                warmup: c.num_warmup_steps,
-                total_training_steps: c.total_training_steps,
-            })
-        }
+        // The same decay over `total_training_steps` when set, whatever the length of this run
+        // (training in several phases).
+        SchedulerConfig::LinearWithWarmupAndMaxEpochs(c) => Box::new(LinearWithWarmup {
+            warmup: c.num_warmup_steps,
+            total: c.total_training_steps.unwrap_or(total_steps),
+            min_factor: c.min_factor,
+        }),
     }
 }
 
@@ -192,7 +166,7 @@ mod tests {
     fn linear_with_max_epochs_ignores_the_run_length() {
         let config: SchedulerConfig = serde_json::from_str(
             r#"{"__xpmtype__":"xpm_torch.schedulers.LinearWithWarmupAndMaxEpochs",
-                "num_warmup_steps":1000,"total_training_steps":35000}"#,
+                "num_warmup_steps":1000,"min_factor":0.0,"total_training_steps":35000}"#,
         )
         .unwrap();
         let s = schedule(&config, 15000);
@@ -205,6 +179,15 @@ mod tests {
             close(s.factor(step), f, 1e-4, &format!("f({step})"));
         }
         close(s.factor(15000), 0.588235, 1e-4, "f(15000)");
+        // Without total_training_steps: the run's length, and min_factor is the floor.
+        let config: SchedulerConfig = serde_json::from_str(
+            r#"{"__xpmtype__":"xpm_torch.schedulers.LinearWithWarmupAndMaxEpochs",
+                "num_warmup_steps":10,"min_factor":0.25}"#,
+        )
+        .unwrap();
+        let s = schedule(&config, 110);
+        close(s.factor(60), (0.5 + 0.25) / 1.25, 1e-12, "f(60)");
+        close(s.factor(200), 0.25 / 1.25, 1e-12, "f(200)");
     }
 
     #[test]

@@ -14,6 +14,13 @@ pub const FABRIC_PATH: &str = "learner.fabric_config";
 /// The `strategy` of distributed data-parallel runs.
 pub const DDP: &str = "ddp";
 
+/// The `strategy` that picks ddp for several processes, one process otherwise (Lightning's
+/// default).
+pub const AUTO_STRATEGY: &str = "auto";
+
+/// The strategies a run accepts.
+pub const STRATEGIES: [&str; 2] = [AUTO_STRATEGY, DDP];
+
 /// The environment variable libtorch (OpenMP) already reads for its thread count; when it is
 /// set and `num_threads` is not, it is left to decide.
 const OMP_NUM_THREADS: &str = "OMP_NUM_THREADS";
@@ -41,8 +48,8 @@ impl Runtime {
     ///
     /// # Errors
     /// [`Error::Config`] naming `learner.fabric_config.<field>`: an unknown precision,
-    /// accelerator or device request, CUDA requested but absent, `16-mixed` without CUDA,
-    /// several devices without strategy `ddp`, `ddp` on CUDA (no NCCL yet), zero threads.
+    /// strategy, accelerator or device request, CUDA requested but absent, `16-mixed` without
+    /// CUDA, `ddp` on CUDA (no NCCL yet), zero threads.
     pub fn from_config(config: &FabricConfiguration) -> Result<(Runtime, Vec<String>)> {
         Self::for_hardware(config, Hardware::detect())
     }
@@ -63,18 +70,19 @@ impl Runtime {
             Some(text) => MatmulPrecision::parse(text, &path("torch_fp32_precision"))?,
             None => precision.default_matmul_precision(),
         };
-        let devices = resolve_devices(&config.accelerator, &config.devices, hardware, FABRIC_PATH)?;
-        let ddp = config.strategy == DDP;
-        if devices.len() > 1 && !ddp {
+        if !STRATEGIES.contains(&config.strategy.as_str()) {
             return Err(Error::config(
-                path("devices"),
+                path("strategy"),
                 format!(
-                    "{} devices need strategy \"ddp\" (one process per device); set it, or \
-                     ask for one device",
-                    devices.len()
+                    "unknown strategy {:?}: this core runs \"auto\" (ddp for several devices or \
+                     nodes, as Lightning) and \"ddp\"",
+                    config.strategy
                 ),
             ));
         }
+        let devices = resolve_devices(&config.accelerator, &config.devices, hardware, FABRIC_PATH)?;
+        // As Lightning, "auto" means ddp as soon as there is more than one process.
+        let ddp = config.strategy == DDP || devices.len() > 1 || config.num_nodes > 1;
         if ddp && devices.iter().any(|d| *d != Device::Cpu) {
             return Err(Error::config(
                 path("strategy"),
@@ -295,18 +303,40 @@ mod tests {
     }
 
     #[test]
-    fn several_devices_and_zero_threads_are_rejected() {
+    fn auto_strategy_means_ddp_for_several_devices_and_unknown_ones_are_rejected() {
         let mut c = fabric("32-true", "cpu");
         c.devices = "2".into();
-        let text = Runtime::for_hardware(&c, CPU_ONLY).unwrap_err().to_string();
+        // "auto" with two devices: ddp, one process per device, as Lightning.
+        let (rt, _) = Runtime::for_hardware(&c, CPU_ONLY).unwrap();
+        assert_eq!(rt.devices, [Device::Cpu, Device::Cpu]);
+        assert_eq!(rt.device, Device::Cpu);
+        // ... and so ddp's limits apply to it.
+        let mut on_gpus = fabric("32-true", "cuda");
+        on_gpus.devices = "2".into();
+        let text = Runtime::for_hardware(&on_gpus, Hardware { cuda_devices: 2 })
+            .unwrap_err()
+            .to_string();
         assert!(
-            text.starts_with("learner.fabric_config.devices: 2 devices need strategy \"ddp\""),
+            text.starts_with("learner.fabric_config.strategy: ddp on CUDA"),
             "{text}"
         );
         c.strategy = "ddp".into();
         let (rt, _) = Runtime::for_hardware(&c, CPU_ONLY).unwrap();
         assert_eq!(rt.devices, [Device::Cpu, Device::Cpu]);
-        assert_eq!(rt.device, Device::Cpu);
+        for unknown in ["fsdp", "deepspeed", "Ddp", ""] {
+            c.strategy = unknown.into();
+            let text = Runtime::for_hardware(&c, CPU_ONLY).unwrap_err().to_string();
+            assert!(
+                text.starts_with(&format!(
+                    "learner.fabric_config.strategy: unknown strategy {unknown:?}"
+                )),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn zero_threads_are_rejected() {
         let mut c = fabric("32-true", "cpu");
         c.num_threads = Some(0);
         assert!(Runtime::for_hardware(&c, CPU_ONLY).is_err());

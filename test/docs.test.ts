@@ -1,0 +1,178 @@
+// Every TypeScript code block of README.md and docs/*.md compiles against the package's sources,
+// and the blocks that train (they call `learn(`) run to completion.
+//
+// A block is a module of its own. What it uses without defining (a sampler, a loss) comes from a
+// hidden prelude: an HTML comment `<!-- docs-test prelude ... -->` right before the block's fence,
+// invisible in the rendered page, compiled (and run) in front of the block.
+import { spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+
+import ts from "typescript";
+import { afterAll, describe, expect, it } from "vitest";
+
+const ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
+
+interface DocBlock {
+  /** `docs/x.md:LINE` of the fence. */
+  readonly place: string;
+  /** The hidden prelude, possibly empty. */
+  readonly prelude: string;
+  readonly code: string;
+  /** Line of the block's first code line in the Markdown file (1-based). */
+  readonly firstLine: number;
+}
+
+const FENCE = /^(\s*)```(ts|typescript)\s*$/;
+const CLOSE = /^\s*```\s*$/;
+const PRELUDE_START = "<!-- docs-test prelude";
+
+/** The TypeScript blocks of one Markdown text (fences may be indented, as in list items). */
+function extractBlocks(markdown: string, file: string): DocBlock[] {
+  const lines = markdown.split("\n");
+  const blocks: DocBlock[] = [];
+  for (let i = 0; i < lines.length; i++) {
+    const fence = FENCE.exec(lines[i]!);
+    if (!fence) continue;
+    const indent = fence[1]!.length;
+    const start = i;
+    let end = i + 1;
+    while (end < lines.length && !CLOSE.test(lines[end]!)) end++;
+    if (end === lines.length) throw new Error(`${file}:${start + 1}: the code block is not closed`);
+    blocks.push({
+      place: `${file}:${start + 1}`,
+      prelude: preludeBefore(lines, start),
+      code: lines
+        .slice(start + 1, end)
+        .map((line) => line.slice(Math.min(indent, line.length - line.trimStart().length)))
+        .join("\n"),
+      firstLine: start + 2,
+    });
+    i = end;
+  }
+  return blocks;
+}
+
+function preludeBefore(lines: string[], fence: number): string {
+  if (fence === 0 || lines[fence - 1]!.trim() !== "-->") return "";
+  let open = fence - 2;
+  while (open >= 0 && !lines[open]!.trim().startsWith("<!--")) open--;
+  if (open < 0 || !lines[open]!.trim().startsWith(PRELUDE_START)) return "";
+  return lines.slice(open + 1, fence - 1).join("\n");
+}
+
+function markdownFiles(): string[] {
+  const docs = readdirSync(join(ROOT, "docs"))
+    .filter((f) => f.endsWith(".md"))
+    .sort()
+    .map((f) => join("docs", f));
+  return ["README.md", ...docs];
+}
+
+const BLOCKS = markdownFiles().flatMap((file) => extractBlocks(readFileSync(join(ROOT, file), "utf8"), file));
+
+// Written inside the package (dist/ is ignored by git) so that `from "xpm-torch"` resolves to the
+// package itself when a block runs.
+mkdirSync(join(ROOT, "dist"), { recursive: true });
+const WORK = mkdtempSync(join(ROOT, "dist", ".docs-blocks-"));
+afterAll(() => rmSync(WORK, { recursive: true, force: true }));
+
+const fileOf = (index: number) => join(WORK, `block${index}.ts`);
+const source = (block: DocBlock) => `${block.prelude}\n${block.code}\nexport {};\n`;
+const preludeLines = (block: DocBlock) => block.prelude.split("\n").length;
+
+/** Type errors of every block, as `docs/x.md:LINE: message`, from one program over them all. */
+function typeErrors(): string[] {
+  BLOCKS.forEach((block, i) => writeFileSync(fileOf(i), source(block)));
+  const options: ts.CompilerOptions = {
+    target: ts.ScriptTarget.ES2022,
+    module: ts.ModuleKind.NodeNext,
+    moduleResolution: ts.ModuleResolutionKind.NodeNext,
+    strict: true,
+    noUncheckedIndexedAccess: true,
+    skipLibCheck: true,
+    noEmit: true,
+    types: ["node"],
+    typeRoots: [join(ROOT, "node_modules", "@types")],
+    paths: { "xpm-torch": [join(ROOT, "ts", "index.ts")] },
+  };
+  const program = ts.createProgram(
+    BLOCKS.map((_, i) => fileOf(i)),
+    options,
+  );
+  const errors: string[] = [];
+  for (const diagnostic of ts.getPreEmitDiagnostics(program)) {
+    const message = ts.flattenDiagnosticMessageText(diagnostic.messageText, "\n");
+    const file = diagnostic.file;
+    const index = file ? BLOCKS.findIndex((_, i) => fileOf(i) === file.fileName) : -1;
+    if (!file || index < 0) {
+      errors.push(`${file ? relative(ROOT, file.fileName) : "?"}: ${message}`);
+      continue;
+    }
+    const block = BLOCKS[index]!;
+    const line = file.getLineAndCharacterOfPosition(diagnostic.start ?? 0).line;
+    const inPrelude = line < preludeLines(block);
+    const mdLine = inPrelude ? `${block.place} (prelude line ${line + 1})` : `${block.place.split(":")[0]}:${block.firstLine + line - preludeLines(block)}`;
+    errors.push(`${mdLine}: ${message}`);
+  }
+  return errors;
+}
+
+/** Runs a block with Node from a fresh directory; resolves to its exit code and output. */
+function runBlock(index: number): Promise<{ code: number | null; output: string }> {
+  const block = BLOCKS[index]!;
+  const js = ts.transpileModule(source(block), {
+    compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
+  }).outputText;
+  const file = join(WORK, `block${index}.mjs`);
+  writeFileSync(file, js);
+  const cwd = mkdtempSync(join(tmpdir(), "xpm-docs-run-"));
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [file], {
+      cwd,
+      env: { ...process.env, XPM_TORCH_WORKSPACE: join(cwd, "workspace") },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let output = "";
+    child.stdout.on("data", (d: Buffer) => (output += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (output += d.toString()));
+    child.on("error", reject);
+    child.on("close", (code) => {
+      rmSync(cwd, { recursive: true, force: true });
+      resolve({ code, output });
+    });
+  });
+}
+
+describe("the documentation's code blocks", () => {
+  it("finds the blocks, with their hidden preludes", () => {
+    const sample = [
+      "text", "<!-- docs-test prelude", "const a = 1;", "-->", "```ts", "a + 1;", "```", "```typescript", "b;", "```",
+      "- item:", "  ```ts", "  if (c) {", "    d();", "  }", "  ```", "```js", "e;", "```",
+    ].join("\n");
+    const blocks = extractBlocks(sample, "x.md");
+    expect(blocks).toEqual([
+      { place: "x.md:5", prelude: "const a = 1;", code: "a + 1;", firstLine: 6 },
+      { place: "x.md:8", prelude: "", code: "b;", firstLine: 9 },
+      { place: "x.md:12", prelude: "", code: "if (c) {\n  d();\n}", firstLine: 13 },
+    ]);
+    expect(BLOCKS.length).toBeGreaterThanOrEqual(15);
+  });
+
+  it("all compile (strict)", () => {
+    expect(typeErrors()).toEqual([]);
+  });
+
+  const training = BLOCKS.map((block, index) => ({ block, index })).filter(({ block }) => /\blearn\(/.test(block.code));
+
+  it("include training examples", () => {
+    expect(training.length).toBeGreaterThanOrEqual(2);
+  });
+
+  it.each(training.map(({ block, index }) => [block.place, index] as const))("%s trains", async (_place, index) => {
+    const { code, output } = await runBlock(index);
+    expect(code, output).toBe(0);
+  });
+});
