@@ -12,6 +12,7 @@ fn main() {
     println!("cargo:rerun-if-changed=cpp/shim.cpp");
     println!("cargo:rerun-if-changed=cpp/autocast.cpp");
     println!("cargo:rerun-if-changed=cpp/memory.cpp");
+    println!("cargo:rerun-if-changed=cpp/generators.cpp");
     let Some(lib) = std::env::var_os("DEP_TCH_LIBTORCH_LIB").map(PathBuf::from) else {
         panic!(
             "torch-sys did not say where libtorch is (DEP_TCH_LIBTORCH_LIB); run `npm run setup`"
@@ -42,6 +43,7 @@ fn main() {
         .file("cpp/shim.cpp")
         .file("cpp/autocast.cpp")
         .file("cpp/memory.cpp")
+        .file("cpp/generators.cpp")
         .include(root.join("include"))
         .include(root.join("include/torch/csrc/api/include"))
         .flag("-std=c++17")

@@ -2,7 +2,7 @@ import { configOf, defineConfig } from "../class.js";
 import { generated, meta, param } from "../declare.js";
 import { int, str } from "../types.js";
 import { SampleIterator } from "./base.js";
-import { Batcher } from "./batchers.js";
+import { Batcher, PredictiveBatcher } from "./batchers.js";
 import { LearnerListener } from "./learner.js";
 import { LossTrainer } from "./trainers.js";
 
@@ -29,6 +29,12 @@ export const TrainerValidationLoss = defineConfig(
   {
     extends: LearnerListener,
     validate(v, issue) {
+      if (PredictiveBatcher.is(v.batcher)) {
+        issue(
+          "batcher",
+          "the PredictiveBatcher is for training (its memory formula is fitted on forward and backward passes); validate with a Batcher, or a PowerAdaptativeBatcher to shrink the validation batches when they run out of memory",
+        );
+      }
       if (v.early_stop % v.validation_interval !== 0) {
         issue("early_stop", `must be a multiple of validation_interval (${v.validation_interval}), or 0`);
       }

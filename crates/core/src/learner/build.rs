@@ -2,6 +2,7 @@
 //! structural hooks, trainer, optimizers, listeners.
 
 use std::path::PathBuf;
+use std::rc::Rc;
 use std::sync::Arc;
 
 use super::hooks::{apply_structural_hooks, GradientHook};
@@ -10,8 +11,8 @@ use super::listeners::{
     ranking_trackers, JsListener, Listener, RankMetric, RankingValidation, ValidationLoss,
 };
 use super::trainers::{
-    memory_probe, AnyLoss, EvaluationPairs, LossSet, LossTrainer, MultipleTrainer, RecordDims,
-    Trainer,
+    memory_probe, AnyLoss, EvaluationBatching, EvaluationPairs, LossSet, LossTrainer,
+    MultipleTrainer, RecordDims, Trainer,
 };
 use crate::batching::Batcher;
 use crate::config::{
@@ -33,7 +34,7 @@ use crate::optim::{
     schedule, Adam, Optimizer, Optimizers, ParameterFilter, ScheduledOptimizer, Sgd,
 };
 use crate::rng::Rng;
-use crate::runtime::{LossScaler, PlacedModel, Runtime};
+use crate::runtime::{LossScaler, PlacedModel, RunGenerators, Runtime};
 use crate::{Error, Result};
 
 pub(crate) struct Run {
@@ -46,6 +47,8 @@ pub(crate) struct Run {
     pub lr_metrics: Vec<String>,
     /// The dynamic loss scaler of `16-mixed`.
     pub scaler: Option<LossScaler>,
+    /// The libtorch generators dropout draws from, seeded from `random` and this rank.
+    pub random: Rc<RunGenerators>,
 }
 
 /// A configuration this core can read but not run yet.
@@ -352,6 +355,7 @@ fn listener(
     config: &ListenerConfig,
     i: usize,
     output: OutputType,
+    device: tch::Device,
     js: &Js,
 ) -> Result<Box<dyn Listener>> {
     let path = format!("learner.listeners[{i}]");
@@ -440,7 +444,12 @@ fn listener(
                     RecordKind::Pairwise,
                     &format!("{path}.trainer"),
                 )?,
-                batch_size: positive(c.batch_size, "batch_size")? as usize,
+                batching: EvaluationBatching::new(
+                    &c.batcher,
+                    positive(c.batch_size, "batch_size")? as usize,
+                    memory_probe(device)?,
+                    &format!("{path}.batcher"),
+                )?,
                 tracker: BestTracker::new(Direction::Lower, model),
                 schedule: validation_schedule(
                     c.warmup,
@@ -478,6 +487,14 @@ pub(crate) fn build(
     js: &Js,
 ) -> Result<Run> {
     let seed = config.random.seed;
+    // First: a model drawing from libtorch's default generators needs their lease, held by one
+    // run of the process at a time (`learn()` takes it before building, to say when it waits).
+    let random = Rc::new(RunGenerators::new(
+        seed,
+        shard.rank,
+        runtime.device,
+        models::draws_from_global_generator(&config.model),
+    )?);
     let mut model = models::build(
         &config.model,
         &mut Rng::derive(seed, "model/init"),
@@ -510,7 +527,7 @@ pub(crate) fn build(
         .listeners
         .iter()
         .enumerate()
-        .map(|(i, l)| listener(l, i, output, js))
+        .map(|(i, l)| listener(l, i, output, runtime.device, js))
         .collect::<Result<Vec<_>>>()?;
     let lr_metrics = (1..=config.optimizers.len())
         .map(|i| format!("gradient/scheduler/{i}/1"))
@@ -523,5 +540,6 @@ pub(crate) fn build(
         listeners,
         lr_metrics,
         scaler: runtime.loss_scaler()?,
+        random,
     })
 }

@@ -12,13 +12,16 @@
 //!   decided by all ranks together through [`Distributed::any_flag`];
 //! - the training metrics of an epoch are averaged over the ranks;
 //! - every rank validates (with the same weights); only rank 0 writes TensorBoard logs,
-//!   checkpoints, the learned model, best models and listener info files; every rank reads the
-//!   checkpoint when resuming, and all check that they resumed from the same step.
+//!   checkpoints, the learned model, best models and listener info files, saving in each
+//!   checkpoint every rank's sampler positions and generator states (each rank draws its own
+//!   dropout masks); every rank reads the checkpoint when resuming, takes its own part, and all
+//!   check that they resumed from the same step.
 
 use std::collections::BTreeMap;
 
 use tch::Tensor;
 
+use super::checkpoint::RankState;
 use crate::config::FabricConfiguration;
 use crate::data::Shard;
 use crate::distributed::{
@@ -231,6 +234,97 @@ impl Distributed {
         Ok(())
     }
 
+    /// Every rank's `mine`, in rank order (`[mine]` alone): what rank 0 saves for the others
+    /// (their sampler positions and random generators differ from its own).
+    ///
+    /// # Errors
+    /// [`Error::Distributed`] when a peer failed.
+    pub fn gather_bytes(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>> {
+        let Some(group) = &self.group else {
+            return Ok(vec![mine.to_vec()]);
+        };
+        let (world, rank) = (self.world(), self.rank());
+        let mut lengths = vec![0i64; world];
+        lengths[rank] = mine.len() as i64;
+        let lengths_tensor = Tensor::f_from_slice(&lengths)?;
+        group.all_reduce(std::slice::from_ref(&lengths_tensor), ReduceOp::Sum)?;
+        let lengths: Vec<usize> = Vec::<i64>::try_from(&lengths_tensor)?
+            .into_iter()
+            .map(|l| usize::try_from(l).unwrap_or(0))
+            .collect();
+        let longest = lengths.iter().copied().max().unwrap_or(0);
+        // Each rank fills its own slot of a zero buffer; the sum holds every rank's bytes.
+        let mut all = vec![0i32; longest * world];
+        for (slot, byte) in all[rank * longest..].iter_mut().zip(mine) {
+            *slot = i32::from(*byte);
+        }
+        let buffer = Tensor::f_from_slice(&all)?;
+        group.all_reduce(std::slice::from_ref(&buffer), ReduceOp::Sum)?;
+        let all = Vec::<i32>::try_from(&buffer)?;
+        Ok(lengths
+            .iter()
+            .enumerate()
+            .map(|(r, len)| {
+                all[r * longest..r * longest + len]
+                    .iter()
+                    .map(|v| *v as u8)
+                    .collect()
+            })
+            .collect())
+    }
+
+    /// Every rank's `mine`, in rank order (`[mine]` alone), for rank 0 to save: each rank has
+    /// its own sampler positions and generator streams. Every rank must call it at the same
+    /// point.
+    ///
+    /// # Errors
+    /// [`Error::Distributed`] when a peer failed; [`Error::Panic`] when the ranks' generator
+    /// states differ in layout (they run the same configuration).
+    pub fn gather_rank_states(&self, mine: RankState) -> Result<Vec<RankState>> {
+        if self.group.is_none() {
+            return Ok(vec![mine]);
+        }
+        let trainer = serde_json::to_vec(&mine.trainer)
+            .map_err(|e| Error::Panic(format!("trainer state: {e}")))?;
+        let generators: Vec<u8> = mine
+            .generators
+            .iter()
+            .flat_map(|(_, b)| b.iter().copied())
+            .collect();
+        let trainers = self.gather_bytes(&trainer)?;
+        let all_generators = self.gather_bytes(&generators)?;
+        trainers
+            .iter()
+            .zip(&all_generators)
+            .enumerate()
+            .map(|(rank, (trainer, flat))| {
+                if flat.len() != generators.len() {
+                    return Err(Error::Panic(format!(
+                        "rank {rank}'s generator states hold {} bytes, this rank's {}",
+                        flat.len(),
+                        generators.len()
+                    )));
+                }
+                // Every rank has the same streams, of the same sizes.
+                let mut at = 0;
+                let streams = mine
+                    .generators
+                    .iter()
+                    .map(|(name, bytes)| {
+                        let part = flat[at..at + bytes.len()].to_vec();
+                        at += bytes.len();
+                        (name.clone(), part)
+                    })
+                    .collect();
+                Ok(RankState {
+                    trainer: serde_json::from_slice(trainer)
+                        .map_err(|e| Error::Panic(format!("rank {rank}'s trainer state: {e}")))?,
+                    generators: streams,
+                })
+            })
+            .collect()
+    }
+
     fn disagreement(&self, message: String) -> Error {
         DistributedError::Collective {
             rank: self.rank(),
@@ -259,6 +353,7 @@ mod tests {
         d.average_metrics(&mut metrics).unwrap();
         assert_eq!(metrics["loss"], 2.5);
         d.check_same_step(7).unwrap();
+        assert_eq!(d.gather_bytes(&[1, 2, 3]).unwrap(), [vec![1u8, 2, 3]]);
         // Alone, a stop request is honoured at the very next step.
         assert!(d.agree_to_stop(3, true).unwrap());
         assert!(!d.agree_to_stop(8, false).unwrap());

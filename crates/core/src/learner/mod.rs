@@ -9,6 +9,9 @@ mod listeners;
 mod metrics;
 mod observer;
 mod output;
+#[cfg(test)]
+mod recovery_tests;
+mod reproducibility;
 mod run;
 mod trainers;
 

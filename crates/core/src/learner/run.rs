@@ -7,18 +7,18 @@ use tch::{Kind, Tensor};
 
 use super::build::{build, js_hooks, Run};
 use super::checkpoint::{
-    checkpoint_dirs, load_checkpoint, model_file, save_checkpoint, save_model_dir, Progress,
+    checkpoint_dirs, checkpoint_epoch, load_checkpoint, recorded_step, save_checkpoint, save_due,
+    tidy, Progress, RankState, INTERRUPTED,
 };
 use super::distributed::Distributed;
 use super::listeners::{ListenerStatus, ListenerView};
+use super::reproducibility::reproducibility_warnings;
 use super::{EpochReport, LearnOutput, Observer, StepProgress, TrainerContext};
 use crate::config::{JsHookKind, LearnerConfig};
 use crate::data::Shard;
-use crate::runtime::Runtime;
+use crate::models::draws_from_global_generator;
+use crate::runtime::{GlobalGeneratorLease, Runtime};
 use crate::{Error, Result};
-
-/// Name of the checkpoint written when a run is interrupted inside an epoch.
-const INTERRUPTED: &str = "interrupted";
 
 /// Runs a whole training on the calling thread, continuing from the newest complete checkpoint
 /// in the learner's checkpoint directory when there is one.
@@ -55,6 +55,12 @@ pub fn learn(
         warnings.push(message);
     }
     let shard = dist.shard()?;
+    for message in reproducibility_warnings(config, &runtime) {
+        observer.warning(&message);
+        warnings.push(message);
+    }
+    // Held for the whole run when the model draws from libtorch's default generators.
+    let _lease = lease_global_generators(config, observer, &mut warnings);
     let hooks = js_hooks(config);
     let (init_hooks, step_hooks): (Vec<_>, Vec<_>) = hooks
         .iter()
@@ -67,15 +73,31 @@ pub fn learn(
     for hook in &init_hooks {
         observer.js_hook(&hook.key, "before", start)?;
     }
-    let (mut run, progress, resumed_from) = resume(
-        config,
-        &runtime,
-        shard,
-        checkpoints.as_deref(),
-        observer,
-        &mut warnings,
-    )?;
+    let (mut run, progress, resumed, skipped) =
+        resume(config, &runtime, shard, checkpoints.as_deref(), observer)?;
+    for (dir, err) in &skipped {
+        let message = format!("skipped checkpoint {}: {err}", dir.display());
+        observer.warning(&message);
+        warnings.push(message);
+    }
     dist.check_same_step(progress.step)?;
+    // Every rank has read the checkpoints: rank 0 may now move and delete some.
+    let mut learned_model = None;
+    if let Some(root) = checkpoints.as_deref().filter(|_| dist.is_writer()) {
+        let tidied = tidy(
+            root,
+            resumed.as_deref(),
+            &progress,
+            config.checkpoint_keep,
+            &skipped,
+        )?;
+        for message in tidied.warnings {
+            observer.warning(&message);
+            warnings.push(message);
+        }
+        learned_model = tidied.learned_model;
+    }
+    let resumed_from = resumed.map(|d| d.display().to_string());
     if let Some(message) = dist.broadcast_parameters(run.model.as_ref())? {
         observer.warning(&message);
         warnings.push(message);
@@ -92,8 +114,14 @@ pub fn learn(
     ctx.set_loss_scale(run.scaler.as_ref().map(|s| s.scale().shallow_clone()));
     ctx.step = progress.step;
     ctx.restore_metrics(&progress.partial_metrics);
-    // Memory probes run before the first step, in a sandbox: their batches never reach the logs.
+    // The models' dropout draws from this run's generators from now on.
+    let _generators = run.random.activate();
+    // Memory probes run before the first step, in a sandbox: their batches never reach the logs,
+    // and their dropout draws are taken back (a resumed run probes again).
+    let before_probes = run.random.states()?;
     run.trainer.prepare(run.model.as_ref(), &mut ctx)?;
+    run.random
+        .restore(&before_probes, "the state before the memory probes")?;
     report_warnings(&mut ctx, observer, &mut warnings);
     for hook in &init_hooks {
         observer.js_hook(
@@ -109,7 +137,7 @@ pub fn learn(
     let mut output = LearnOutput {
         epochs: progress.history,
         listeners: Default::default(),
-        learned_model: None,
+        learned_model,
         checkpoints: progress.checkpoints,
         stopped: None,
         resumed_from,
@@ -126,6 +154,10 @@ pub fn learn(
         let mut loss_sum = partial_loss.take();
         for done in first_step..config.steps_per_epoch {
             if dist.agree_to_stop(ctx.step, cancel.load(Ordering::Relaxed))? {
+                let ranks = match &checkpoints {
+                    Some(_) => dist.gather_rank_states(RankState::of(&run)?)?,
+                    None => Vec::new(),
+                };
                 let at = Progress {
                     epoch: epoch - 1,
                     step: ctx.step,
@@ -139,7 +171,7 @@ pub fn learn(
                     checkpoints: output.checkpoints.clone(),
                 };
                 let root = checkpoints.as_deref().filter(|_| dist.is_writer());
-                return Err(interrupt(&run, &at, root));
+                return Err(interrupt(&run, &at, &ranks, root));
             }
             let before = StepProgress {
                 epoch,
@@ -214,6 +246,7 @@ pub fn learn(
             metrics.extend(call.metrics);
         }
         run.model.set_training(true);
+        report_warnings(&mut ctx, observer, &mut warnings);
         for (tag, value) in &metrics {
             ctx.log_scalar(tag, *value)?;
         }
@@ -241,23 +274,11 @@ pub fn learn(
                 stoppers.join(", ")
             ));
         }
-        if let Some(dir) = checkpoints.as_ref().filter(|_| dist.is_writer()) {
-            // The last epoch is always saved, whether on the interval or not (the reference
-            // leaves `last/` stale then).
-            if epoch.is_multiple_of(config.checkpoint_interval)
-                || stop
-                || epoch == config.max_epochs
-            {
-                let name = format!("epoch-{epoch:08}");
-                output
-                    .checkpoints
-                    .insert(epoch, model_file(&dir.join(&name)));
-                // Before saving, so that the saved state advertises only what is kept.
-                if let Some(keep) = config.checkpoint_keep {
-                    let protected: Vec<u64> =
-                        run.listeners.iter().flat_map(|l| l.best_epochs()).collect();
-                    retain_checkpoints(dir, keep, &protected, &mut output.checkpoints)?;
-                }
+        let save = save_due(epoch, config.checkpoint_interval, config.max_epochs, stop);
+        if let Some(root) = checkpoints.as_deref().filter(|_| save) {
+            // Every rank takes part: rank 0 saves each rank's sampler and generators.
+            let ranks = dist.gather_rank_states(RankState::of(&run)?)?;
+            if dist.is_writer() {
                 let at = Progress {
                     epoch,
                     step: ctx.step,
@@ -265,12 +286,13 @@ pub fn learn(
                     partial_metrics: Default::default(),
                     partial_loss: None,
                     history: output.epochs.clone(),
-                    checkpoints: output.checkpoints.clone(),
+                    checkpoints: Default::default(),
                 };
-                save_checkpoint(&run, &at, &dir.join(&name))?;
-
-                output.learned_model = Some(save_model_dir(&run, &at, &dir.join("last"))?);
-                remove_superseded_interrupt(dir)?;
+                let bests: Vec<u64> = run.listeners.iter().flat_map(|l| l.best_epochs()).collect();
+                let published =
+                    checkpoint_epoch(&run, at, &ranks, root, &bests, config.checkpoint_keep)?;
+                output.learned_model = Some(published.learned_model);
+                output.checkpoints = published.checkpoints;
             }
         }
         if stop {
@@ -286,16 +308,19 @@ pub fn learn(
     Ok(output)
 }
 
-/// Builds the run and restores the newest checkpoint that verifies; damaged ones are reported
-/// and skipped, never deleted.
+/// A checkpoint that failed to load, and why.
+type Skipped = Vec<(PathBuf, Error)>;
+
+/// Builds the run and restores the newest checkpoint that loads; returns the run, its progress,
+/// the checkpoint it resumed from, and those that failed to load (damaged or not fitting: never
+/// deleted, see [`tidy`]).
 fn resume(
     config: &LearnerConfig,
     runtime: &Runtime,
     shard: Shard,
     root: Option<&Path>,
     observer: &mut dyn Observer,
-    warnings: &mut Vec<String>,
-) -> Result<(Run, Progress, Option<String>)> {
+) -> Result<(Run, Progress, Option<PathBuf>, Skipped)> {
     let js = observer.js_data();
     let mut run = build(config, runtime, shard, &js)?;
     let empty = Progress {
@@ -307,8 +332,9 @@ fn resume(
         history: Vec::new(),
         checkpoints: Default::default(),
     };
+    let mut skipped = Vec::new();
     let Some(root) = root else {
-        return Ok((run, empty, None));
+        return Ok((run, empty, None, skipped));
     };
     let mut candidates: Vec<(u64, PathBuf)> = checkpoint_dirs(root)
         .into_iter()
@@ -316,70 +342,50 @@ fn resume(
         .collect();
     candidates.sort_by(|a, b| b.cmp(a));
     for (_, dir) in candidates {
-        match load_checkpoint(&mut run, &dir) {
-            Ok(progress) => return Ok((run, progress, Some(dir.display().to_string()))),
+        match load_checkpoint(&mut run, &dir, shard.rank) {
+            Ok(progress) => return Ok((run, progress, Some(dir), skipped)),
             Err(err) => {
-                let message = format!("skipped checkpoint {}: {err}", dir.display());
-                observer.warning(&message);
-                warnings.push(message);
+                skipped.push((dir, err));
                 // A failed restore may have changed some of the run: start from a fresh one.
                 run = build(config, runtime, shard, &js)?;
             }
         }
     }
-    Ok((run, empty, None))
+    Ok((run, empty, None, skipped))
 }
 
-/// The global step a checkpoint directory says it holds (0 when unreadable: tried last).
-fn recorded_step(dir: &Path) -> u64 {
-    std::fs::read(dir.join("info.json"))
-        .ok()
-        .and_then(|t| serde_json::from_slice::<serde_json::Value>(&t).ok())
-        .and_then(|v| v["steps"].as_u64())
-        .unwrap_or(0)
+/// Takes the process-wide lease on libtorch's default generators when the model draws from
+/// them, saying so when another run holds it and this one must wait.
+fn lease_global_generators(
+    config: &LearnerConfig,
+    observer: &mut dyn Observer,
+    warnings: &mut Vec<String>,
+) -> Option<GlobalGeneratorLease> {
+    if !draws_from_global_generator(&config.model) {
+        return None;
+    }
+    Some(GlobalGeneratorLease::try_take().unwrap_or_else(|| {
+        let message = "waiting for another run of this process to end: learner.model draws \
+                       its dropout from libtorch's default random generator (a TorchScript \
+                       module), which one run at a time seeds and checkpoints"
+            .to_string();
+        observer.warning(&message);
+        warnings.push(message);
+        GlobalGeneratorLease::take()
+    }))
 }
 
-fn interrupt(run: &Run, at: &Progress, root: Option<&Path>) -> Error {
+fn interrupt(run: &Run, at: &Progress, ranks: &[RankState], root: Option<&Path>) -> Error {
     let Some(root) = root else {
         return Error::Cancelled;
     };
-    match save_checkpoint(run, at, &root.join(INTERRUPTED)) {
+    match save_checkpoint(run, at, ranks, &root.join(INTERRUPTED)) {
         Ok(()) => Error::Interrupted {
             step: at.step,
             checkpoint: root.join(INTERRUPTED).display().to_string(),
         },
         Err(err) => err,
     }
-}
-
-/// Deletes epoch checkpoints beyond the newest `keep`, except the listeners' best epochs, and
-/// stops advertising them.
-fn retain_checkpoints(
-    root: &Path,
-    keep: u64,
-    protected: &[u64],
-    advertised: &mut BTreeMap<u64, String>,
-) -> Result<()> {
-    let epochs: Vec<u64> = advertised.keys().rev().copied().collect();
-    for epoch in epochs.into_iter().skip(keep as usize) {
-        if protected.contains(&epoch) {
-            continue;
-        }
-        let dir = root.join(format!("epoch-{epoch:08}"));
-        if dir.exists() {
-            std::fs::remove_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
-        }
-        advertised.remove(&epoch);
-    }
-    Ok(())
-}
-
-fn remove_superseded_interrupt(root: &Path) -> Result<()> {
-    let dir = root.join(INTERRUPTED);
-    if dir.exists() {
-        std::fs::remove_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
-    }
-    Ok(())
 }
 
 /// The metric of the loss scale (`train/gradient/scaler` once logged).
@@ -578,7 +584,9 @@ mod tests {
             .as_ref()
             .unwrap()
             .ends_with("epoch-00000001"));
-        assert_eq!(resumed.warnings.len(), 1);
+        // The skip, then where the damaged checkpoint is kept.
+        assert_eq!(resumed.warnings.len(), 2);
+        assert!(resumed.warnings[1].contains("epoch-00000003.damaged"));
         assert!(
             resumed.warnings[0].contains("epoch-00000003")
                 && resumed.warnings[0].contains("model/model.safetensors"),
@@ -722,17 +730,17 @@ mod tests {
             checkpoints: Default::default(),
         };
         let target = dir.join("checkpoints").join("epoch-00000001");
-        save_checkpoint(&run, &at, &target).unwrap();
+        save_checkpoint(&run, &at, &[RankState::of(&run).unwrap()], &target).unwrap();
         let (_, mut fresh) = run_with_scaler(&dir);
         assert_ne!(fresh.scaler.as_ref().unwrap().state().unwrap(), state);
-        load_checkpoint(&mut fresh, &target).unwrap();
+        load_checkpoint(&mut fresh, &target, 0).unwrap();
         assert_eq!(fresh.scaler.as_ref().unwrap().state().unwrap(), state);
         // A checkpoint without scaler state does not fit a run that needs one.
         let (runtime, _) = Runtime::from_config(&config.fabric_config).unwrap();
         let plain = build(&config, &runtime, Shard::WHOLE, &None).unwrap();
         let other = dir.join("checkpoints").join("epoch-00000002");
-        save_checkpoint(&plain, &at, &other).unwrap();
-        let err = load_checkpoint(&mut fresh, &other).unwrap_err();
+        save_checkpoint(&plain, &at, &[RankState::of(&plain).unwrap()], &other).unwrap();
+        let err = load_checkpoint(&mut fresh, &other, 0).unwrap_err();
         assert!(err.to_string().contains("no loss scaler state"), "{err}");
     }
 

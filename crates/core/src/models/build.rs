@@ -23,3 +23,14 @@ pub fn build(config: &ModelConfig, rng: &mut Rng, path: &str) -> Result<Box<dyn 
         ModelConfig::Multiple(c) => Box::new(MultipleModel::new(c, rng, path)?),
     })
 }
+
+/// Whether a model of `config` draws random numbers from libtorch's default generators, which
+/// the run then seeds and checkpoints (a TorchScript module's dropout, which we cannot redirect
+/// to the run's own generators); the built-in models draw from the run's own.
+pub fn draws_from_global_generator(config: &ModelConfig) -> bool {
+    match config {
+        ModelConfig::TorchScript(_) => true,
+        ModelConfig::Multiple(c) => c.models.values().any(draws_from_global_generator),
+        _ => false,
+    }
+}

@@ -5,6 +5,7 @@ use super::{Model, NamedParameter};
 use crate::config::{Activation, MlpConfig};
 use crate::data::ScoreInput;
 use crate::rng::Rng;
+use crate::runtime::dropout;
 use crate::Result;
 
 /// One hidden block: linear, optional layer norm, activation, optional dropout.
@@ -84,7 +85,7 @@ impl Model for Mlp {
             }
             x = activate(self.activation, &x)?;
             if self.dropout > 0.0 {
-                x = x.f_dropout(self.dropout, self.training)?;
+                x = dropout(&x, self.dropout, self.training)?;
             }
         }
         Ok(self.output.apply(&self.params, &x)?.f_squeeze_dim(-1)?)

@@ -1,6 +1,8 @@
 //! Built-in models against PyTorch (fixtures from `scripts/fixtures/gen_models.py`), their
 //! errors, the TorchScript model, and training each model through the learner.
 
+mod dropout;
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
@@ -237,9 +239,12 @@ fn torchscript_modules_score_like_python_and_expose_their_parameters() {
     for (name, input) in [
         ("scripted_features", ScriptInput::Features),
         ("scripted_text", ScriptInput::Text),
+        ("scripted_dropout", ScriptInput::Features),
     ] {
         let meta = read_json(&format!("{name}.json"));
-        let model = script(name, input);
+        let mut model = script(name, input);
+        // Python scored in evaluation mode (no dropout).
+        model.set_training(false);
         let inputs = meta["inputs"].as_array().unwrap();
         let scored = if input == ScriptInput::Features {
             ScoreInput::Features(matrix_f32(&inputs[0]))

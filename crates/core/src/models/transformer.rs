@@ -5,6 +5,7 @@ use super::{Model, NamedParameter};
 use crate::config::TransformerConfig;
 use crate::data::{ScoreInput, Tokens};
 use crate::rng::Rng;
+use crate::runtime::dropout;
 use crate::Result;
 
 /// One post-norm encoder layer, as `torch.nn.TransformerEncoderLayer(batch_first=True)`.
@@ -169,8 +170,9 @@ impl TransformerCrossEncoder {
         ))
     }
 
+    /// Dropout from the run's generators (see [`dropout`]).
     fn dropout(&self, x: &Tensor) -> Result<Tensor> {
-        Ok(x.f_dropout(self.config.dropout, self.training)?)
+        dropout(x, self.config.dropout, self.training)
     }
 
     fn attention(&self, layer: &EncoderLayer, x: &Tensor, keep: &Tensor) -> Result<Tensor> {
@@ -185,23 +187,24 @@ impl TransformerCrossEncoder {
                 .f_view([batch, length, heads, head_dim])?
                 .f_transpose(1, 2)?)
         };
-        let dropout = if self.training {
-            self.config.dropout
+        let (q, k, v) = (split(0)?, split(1)?, split(2)?);
+        let attended = if self.training && self.config.dropout > 0.0 {
+            // libtorch's fused attention draws its dropout from the process's generator: with
+            // dropout, the same arithmetic (`scaled_dot_product_attention`'s math path) with a
+            // mask from the run's generators.
+            let scale = 1.0 / (head_dim as f64).sqrt();
+            let scores = q
+                .f_matmul(&k.f_transpose(-2, -1)?)?
+                .f_mul_scalar(scale)?
+                .f_masked_fill(&keep.f_logical_not()?, f64::NEG_INFINITY)?;
+            let weights = self.dropout(&scores.f_softmax(-1, None::<Kind>)?)?;
+            weights.f_matmul(&v)?
         } else {
-            0.0
+            Tensor::f_scaled_dot_product_attention(&q, &k, &v, Some(keep), 0.0, false, None, false)?
         };
-        let attended = Tensor::f_scaled_dot_product_attention(
-            &split(0)?,
-            &split(1)?,
-            &split(2)?,
-            Some(keep),
-            dropout,
-            false,
-            None,
-            false,
-        )?
-        .f_transpose(1, 2)?
-        .f_reshape([batch, length, self.config.dim])?;
+        let attended = attended
+            .f_transpose(1, 2)?
+            .f_reshape([batch, length, self.config.dim])?;
         layer.out_proj.apply(&self.params, &attended)
     }
 }

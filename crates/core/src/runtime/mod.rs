@@ -1,9 +1,11 @@
 //! The runtime of a run, from its `FabricConfiguration`: device, precision (parameter dtype,
-//! autocast, loss scaling), float32 matmul precision, threads and determinism.
+//! autocast, loss scaling), float32 matmul precision, threads, determinism and the
+//! run's random generators.
 
 mod autocast;
 mod device;
 mod ffi;
+mod generators;
 mod model;
 mod precision;
 mod scaler;
@@ -11,6 +13,7 @@ mod setup;
 
 pub use autocast::*;
 pub use device::*;
+pub use generators::*;
 pub use model::*;
 pub use precision::*;
 pub use scaler::*;

@@ -1,8 +1,15 @@
 //! Checkpoints: everything a run needs to continue bit-identically, written so that a crash at
 //! any moment leaves either the previous or the new checkpoint complete.
 
+mod faults;
 mod files;
+mod policy;
+mod publish;
 mod state;
 
+#[cfg(test)]
+pub(crate) use faults::{arm, disarm, Stage};
 pub(crate) use files::*;
+pub(crate) use policy::*;
+pub(crate) use publish::*;
 pub(crate) use state::*;

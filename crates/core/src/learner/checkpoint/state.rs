@@ -4,11 +4,12 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use tch::Tensor;
 
-use super::{verify_checkpoint_dir, write_checkpoint_dir};
+use super::faults::{check, Stage};
+use super::{verify_checkpoint_dir, write_checkpoint_dir, INFO};
 use crate::learner::build::Run;
 use crate::learner::EpochReport;
 use crate::optim::copy_into;
-use crate::runtime::ScalerState;
+use crate::runtime::{GeneratorStates, ScalerState};
 use crate::{Error, Result};
 
 /// Where the loop stands when a checkpoint is taken.
@@ -30,30 +31,67 @@ pub(crate) struct Progress {
     pub checkpoints: BTreeMap<u64, String>,
 }
 
+/// What differs between the ranks of a data-parallel run: each samples its own share of the
+/// data and draws its own dropout masks. Rank 0 saves every rank's.
+#[derive(Debug, Clone)]
+pub(crate) struct RankState {
+    /// The trainer's state (sampler positions).
+    pub trainer: serde_json::Value,
+    /// The libtorch generators' states.
+    pub generators: GeneratorStates,
+}
+
+impl RankState {
+    /// This process's part of `run`'s state.
+    ///
+    /// # Errors
+    /// A libtorch error reading a generator.
+    pub fn of(run: &Run) -> Result<Self> {
+        Ok(RankState {
+            trainer: run.trainer.state(),
+            generators: run.random.states()?,
+        })
+    }
+}
+
 #[derive(Debug, Serialize, Deserialize)]
 struct StateFile {
     format: u32,
     progress: Progress,
     schedule_steps: u64,
     optimizer_tensors: Vec<usize>,
-    trainer: serde_json::Value,
+    /// The trainer's state of each rank, in rank order.
+    trainers: Vec<serde_json::Value>,
     listeners: BTreeMap<String, serde_json::Value>,
     /// The loss scaler's state (`16-mixed` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     scaler: Option<ScalerState>,
+    /// The libtorch generators' streams (the same on every rank); their states are in
+    /// [`GENERATORS`], one set per rank.
+    generators: Vec<String>,
 }
 
-const FORMAT: u32 = 1;
-const MODEL: &str = "model/model.safetensors";
+/// Format 2 added the libtorch generators and the state of every rank.
+const FORMAT: u32 = 2;
+/// The model weights inside a checkpoint directory.
+pub(crate) const MODEL: &str = "model/model.safetensors";
 const STATE: &str = "state.json";
 const TENSORS: &str = "optimizer.safetensors";
+/// The states of the libtorch generators: `<rank>/<stream>`, bytes.
+const GENERATORS: &str = "generators.safetensors";
 
 fn json_error(what: &Path) -> impl Fn(serde_json::Error) -> Error + '_ {
     move |e| Error::checkpoint(what.display().to_string(), e.to_string())
 }
 
-/// Writes the whole state of a run to `dest` (atomically).
-pub(crate) fn save_checkpoint(run: &Run, progress: &Progress, dest: &Path) -> Result<()> {
+/// Writes the whole state of a run to `dest` (atomically), with the state of every rank, in rank
+/// order (`[RankState::of(run)]` for a single process).
+pub(crate) fn save_checkpoint(
+    run: &Run,
+    progress: &Progress,
+    ranks: &[RankState],
+    dest: &Path,
+) -> Result<()> {
     let (optimizers, schedule_steps) = run.optimizers.state();
     let mut tensors: Vec<(String, Tensor)> = Vec::new();
     let mut counts = Vec::new();
@@ -68,36 +106,39 @@ pub(crate) fn save_checkpoint(run: &Run, progress: &Progress, dest: &Path) -> Re
         progress: progress.clone(),
         schedule_steps,
         optimizer_tensors: counts,
-        trainer: run.trainer.state(),
+        trainers: ranks.iter().map(|r| r.trainer.clone()).collect(),
         listeners: run
             .listeners
             .iter()
             .map(|l| (l.id().to_string(), l.state()))
             .collect(),
         scaler: run.scaler.as_ref().map(|s| s.state()).transpose()?,
+        generators: ranks
+            .first()
+            .map(|r| r.generators.iter().map(|(name, _)| name.clone()).collect())
+            .unwrap_or_default(),
     };
+    let mut generators = Vec::new();
+    for (rank, state) in ranks.iter().enumerate() {
+        for (name, bytes) in &state.generators {
+            generators.push((format!("{rank}/{name}"), Tensor::f_from_slice(bytes)?));
+        }
+    }
     write_checkpoint_dir(dest, |tmp| {
         run.model.save(&tmp.join(MODEL))?;
+        check(Stage::Files, dest)?;
+        if !generators.is_empty() {
+            Tensor::write_safetensors(&generators, tmp.join(GENERATORS))?;
+        }
         if !tensors.is_empty() {
             Tensor::write_safetensors(&tensors, tmp.join(TENSORS))?;
         }
         let info = serde_json::json!({ "epoch": progress.epoch, "steps": progress.step });
-        std::fs::write(tmp.join("info.json"), info.to_string())
-            .map_err(|e| Error::io(tmp.join("info.json"), e))?;
+        std::fs::write(tmp.join(INFO), info.to_string())
+            .map_err(|e| Error::io(tmp.join(INFO), e))?;
         let text = serde_json::to_vec(&state).map_err(json_error(dest))?;
         std::fs::write(tmp.join(STATE), text).map_err(|e| Error::io(tmp.join(STATE), e))
     })
-}
-
-/// Writes only the model weights (the `last/` directory the Learner's output points to).
-pub(crate) fn save_model_dir(run: &Run, progress: &Progress, dest: &Path) -> Result<String> {
-    write_checkpoint_dir(dest, |tmp| {
-        run.model.save(&tmp.join(MODEL))?;
-        let info = serde_json::json!({ "epoch": progress.epoch, "steps": progress.step });
-        std::fs::write(tmp.join("info.json"), info.to_string())
-            .map_err(|e| Error::io(tmp.join("info.json"), e))
-    })?;
-    Ok(dest.join(MODEL).display().to_string())
 }
 
 /// The model weights file of a checkpoint directory.
@@ -105,12 +146,13 @@ pub(crate) fn model_file(dir: &Path) -> String {
     dir.join(MODEL).display().to_string()
 }
 
-/// Restores `run` from the checkpoint in `dir` after verifying it; returns its progress.
+/// Restores `run`, the process of rank `rank`, from the checkpoint in `dir` after verifying it;
+/// returns its progress.
 ///
 /// # Errors
 /// [`Error::Checkpoint`] naming the directory when it is incomplete, corrupt or does not fit
 /// this configuration. `run` may be partly restored then: build it again before retrying.
-pub(crate) fn load_checkpoint(run: &mut Run, dir: &Path) -> Result<Progress> {
+pub(crate) fn load_checkpoint(run: &mut Run, dir: &Path, rank: usize) -> Result<Progress> {
     verify_checkpoint_dir(dir)?;
     let what = dir.display().to_string();
     let text = std::fs::read(dir.join(STATE)).map_err(|e| Error::io(dir.join(STATE), e))?;
@@ -156,7 +198,17 @@ pub(crate) fn load_checkpoint(run: &mut Run, dir: &Path) -> Result<Progress> {
         optimizers.push(ts);
     }
     run.optimizers.restore(optimizers, state.schedule_steps)?;
-    run.trainer.restore(&state.trainer)?;
+    let trainer = state.trainers.get(rank).ok_or_else(|| {
+        Error::checkpoint(
+            &what,
+            format!(
+                "holds the state of {} rank(s), not of rank {rank}: resume with as many \
+                 processes as the run that wrote it",
+                state.trainers.len()
+            ),
+        )
+    })?;
+    run.trainer.restore(trainer)?;
     match (&mut run.scaler, &state.scaler) {
         (Some(scaler), Some(saved)) => scaler.restore(saved)?,
         (Some(_), None) => {
@@ -172,5 +224,29 @@ pub(crate) fn load_checkpoint(run: &mut Run, dir: &Path) -> Result<Progress> {
             listener.restore(s)?;
         }
     }
+    restore_generators(run, dir, &state, rank)?;
     Ok(state.progress)
+}
+
+/// Restores rank `rank`'s generator states.
+fn restore_generators(run: &Run, dir: &Path, state: &StateFile, rank: usize) -> Result<()> {
+    let what = dir.display().to_string();
+    let mut saved: BTreeMap<String, Tensor> = if state.generators.is_empty() {
+        BTreeMap::new()
+    } else {
+        Tensor::read_safetensors(dir.join(GENERATORS))?
+            .into_iter()
+            .collect()
+    };
+    let streams = state
+        .generators
+        .iter()
+        .map(|name| {
+            let tensor = saved.remove(&format!("{rank}/{name}")).ok_or_else(|| {
+                Error::checkpoint(&what, format!("generator state {rank}/{name} is missing"))
+            })?;
+            Ok((name.clone(), Vec::<u8>::try_from(&tensor)?))
+        })
+        .collect::<Result<GeneratorStates>>()?;
+    run.random.restore(&streams, &what)
 }

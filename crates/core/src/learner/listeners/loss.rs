@@ -4,7 +4,7 @@ use serde_json::json;
 
 use super::best::{BestTracker, ValidationSchedule};
 use super::{Listener, ListenerCall, ListenerView};
-use crate::learner::trainers::{EvaluationPairs, LossSet};
+use crate::learner::trainers::{EvaluationBatching, EvaluationPairs, LossSet};
 use crate::learner::{Observer, TrainerContext};
 use crate::models::Model;
 use crate::Result;
@@ -14,7 +14,8 @@ pub(crate) struct ValidationLoss {
     pub id: String,
     pub data: EvaluationPairs,
     pub losses: LossSet,
-    pub batch_size: usize,
+    /// Outer batches of `batch_size`, split by `TrainerValidationLoss.batcher`.
+    pub batching: EvaluationBatching,
     pub tracker: BestTracker,
     pub schedule: ValidationSchedule,
 }
@@ -34,7 +35,7 @@ impl Listener for ValidationLoss {
         &mut self,
         view: &ListenerView<'_>,
         model: &dyn Model,
-        _: &mut TrainerContext,
+        ctx: &mut TrainerContext,
         _: &mut dyn Observer,
     ) -> Result<ListenerCall> {
         let epoch = view.epoch;
@@ -43,9 +44,17 @@ impl Listener for ValidationLoss {
         }
         let mut logged = BTreeMap::new();
         if self.schedule.due(epoch) {
-            let (total, metrics) =
-                self.losses
-                    .evaluate(model, &self.data, self.batch_size, &self.id)?;
+            let mut warnings = Vec::new();
+            let (total, metrics) = self.losses.evaluate(
+                model,
+                &self.data,
+                &mut self.batching,
+                &self.id,
+                &mut |w| warnings.push(w),
+            )?;
+            for w in warnings {
+                ctx.warn(w);
+            }
             logged = metrics;
             if self.schedule.tracks(epoch) {
                 self.tracker.observe(epoch, total, model)?;

@@ -4,7 +4,9 @@ use std::collections::BTreeMap;
 use tch::{Kind, Tensor};
 
 use super::{probe_batch, RecordDims, Trainer};
+use crate::batching::memory::MemoryProbe;
 use crate::batching::Batcher;
+use crate::config::BatcherConfig;
 use crate::data::{
     Batch, BatchSource, LtrDataset, PairwiseBatch, PreferencePair, RecordKind, ScoreInput,
     TokenTriplets,
@@ -248,45 +250,105 @@ impl LossSet {
         Ok(loss.f_detach()?)
     }
 
-    /// Mean weighted loss of `model` over every preference pair of `data`, in chunks, and the
-    /// metrics of a validation listener `id`: `<id>/loss/<name>` and, with several losses,
-    /// `<id>/loss`.
+    /// Mean weighted loss of `model` over every preference pair of `data`, in outer batches of
+    /// `batching`'s batch size that its batcher splits into micro-batches, and the metrics of a
+    /// validation listener `id`: `<id>/loss/<name>` and, with several losses, `<id>/loss`.
+    /// Warnings (out-of-memory replays) go to `warn`.
     pub fn evaluate(
         &self,
         model: &dyn Model,
         data: &EvaluationPairs,
-        chunk: usize,
+        batching: &mut EvaluationBatching,
         id: &str,
+        warn: &mut dyn FnMut(String),
     ) -> Result<(f64, BTreeMap<String, f64>)> {
         let _no_grad = tch::no_grad_guard();
-        let mut metrics = Metrics::default();
-        let mut total = 0.0;
-        let mut count = 0i64;
-        let chunk = chunk.max(1);
+        // The running sums: metrics, weighted total, pair count.
+        let sums = RefCell::new((Metrics::default(), 0.0f64, 0i64));
+        let chunk = batching.batch_size.max(1);
+        let dims = &batching.dims;
         for start in (0..data.len()).step_by(chunk) {
             let rows = start..(start + chunk).min(data.len());
-            let n = rows.len() as i64;
             let batch = Batch::Pairwise(data.batch(rows)?);
-            let scores = score(model, &batch)?;
-            if let Scores::Pairs { positive, negative } = &scores {
-                let correct = positive
-                    .f_gt_tensor(negative)?
-                    .f_to_kind(Kind::Double)?
-                    .f_sum(None)?;
-                metrics.add(&format!("{id}/pairwise_accuracy"), &correct, n)?;
-            }
-            let sums = self.sums(&scores)?;
-            self.visit(&sums, |name, sum| {
-                let key = match name {
-                    Some(name) => format!("{id}/loss/{name}"),
-                    None => format!("{id}/loss"),
-                };
-                metrics.add(&key, sum, n)
-            })?;
-            total += sums.weighted.f_double_value(&[])?;
-            count += n;
+            // What the outer batch started from, to roll back to when it is replayed.
+            let mark = {
+                let s = sums.borrow();
+                (s.0.mark(), s.1, s.2)
+            };
+            batching.batcher.process(
+                &batch,
+                &|b: &Batch, records: &[usize]| dims.dims(b, records),
+                |micro, _| {
+                    let n = micro.len() as i64;
+                    let scores = score(model, micro)?;
+                    let mut s = sums.borrow_mut();
+                    let (metrics, total, count) = &mut *s;
+                    if let Scores::Pairs { positive, negative } = &scores {
+                        let correct = positive
+                            .f_gt_tensor(negative)?
+                            .f_to_kind(Kind::Double)?
+                            .f_sum(None)?;
+                        metrics.add(&format!("{id}/pairwise_accuracy"), &correct, n)?;
+                    }
+                    let loss_sums = self.sums(&scores)?;
+                    self.visit(&loss_sums, |name, sum| {
+                        let key = match name {
+                            Some(name) => format!("{id}/loss/{name}"),
+                            None => format!("{id}/loss"),
+                        };
+                        metrics.add(&key, sum, n)
+                    })?;
+                    *total += loss_sums.weighted.f_double_value(&[])?;
+                    *count += n;
+                    Ok(())
+                },
+                || {
+                    *sums.borrow_mut() = (mark.0.mark(), mark.1, mark.2);
+                    Ok(())
+                },
+                warn,
+            )?;
         }
+        let (metrics, total, count) = sums.into_inner();
         Ok((total / count.max(1) as f64, metrics.means()?))
+    }
+}
+
+/// How a validation listener batches its pairs: outer batches of `batch_size`, split into
+/// micro-batches by its own batcher (`TrainerValidationLoss.batcher`).
+pub(crate) struct EvaluationBatching {
+    pub batch_size: usize,
+    pub batcher: Batcher,
+    pub dims: RecordDims,
+}
+
+impl EvaluationBatching {
+    /// The batching `config` describes at `path`, measuring `memory`. The predictive batcher is
+    /// refused: its memory formula is fitted on training steps (forward and backward), which a
+    /// validation forward does not resemble.
+    ///
+    /// # Errors
+    /// [`crate::Error::Config`] for a predictive batcher or a zero batch size.
+    pub fn new(
+        config: &BatcherConfig,
+        batch_size: usize,
+        memory: Box<dyn MemoryProbe>,
+        path: &str,
+    ) -> Result<Self> {
+        if let BatcherConfig::Predictive(_) = config {
+            return Err(Error::config(
+                path,
+                "the PredictiveBatcher is for training (its memory formula is fitted on \
+                 forward and backward passes); validate with a Batcher, or a \
+                 PowerAdaptativeBatcher to shrink the validation batches when they run out \
+                 of memory",
+            ));
+        }
+        Ok(EvaluationBatching {
+            batch_size,
+            batcher: Batcher::new(config, batch_size, memory, path)?,
+            dims: RecordDims::new(config, &None, path)?,
+        })
     }
 }
 
@@ -455,6 +517,17 @@ mod tests {
     use crate::models::MlpScorer;
     use crate::rng::Rng;
 
+    /// Validation in outer batches of `chunk`, not split.
+    fn plain(chunk: usize) -> EvaluationBatching {
+        EvaluationBatching::new(
+            &crate::config::BatcherConfig::Plain(crate::config::NoParams {}),
+            chunk,
+            Box::new(crate::batching::memory::CpuMemory::new(None).unwrap()),
+            "v.batcher",
+        )
+        .unwrap()
+    }
+
     /// The reference's validation iterator yields items again (D9/scenario 29); ours sees each
     /// held-out pair exactly once whatever the chunk size, so the mean cannot depend on it.
     #[test]
@@ -491,7 +564,10 @@ mod tests {
             "t",
         )
         .unwrap();
-        let whole = losses.evaluate(&model, &pairs, 5, "v").unwrap().0;
+        let whole = losses
+            .evaluate(&model, &pairs, &mut plain(5), "v", &mut |_| {})
+            .unwrap()
+            .0;
         let one_by_one: f64 = list
             .iter()
             .map(|p| {
@@ -499,12 +575,18 @@ mod tests {
                     features: features.shallow_clone(),
                     pairs: vec![*p],
                 };
-                losses.evaluate(&model, &single, 1, "v").unwrap().0
+                losses
+                    .evaluate(&model, &single, &mut plain(1), "v", &mut |_| {})
+                    .unwrap()
+                    .0
             })
             .sum::<f64>()
             / 5.0;
         for chunk in 1..=6 {
-            let mean = losses.evaluate(&model, &pairs, chunk, "v").unwrap().0;
+            let mean = losses
+                .evaluate(&model, &pairs, &mut plain(chunk), "v", &mut |_| {})
+                .unwrap()
+                .0;
             assert!(
                 (mean - whole).abs() < 1e-6,
                 "chunk {chunk}: {mean} vs {whole}"
@@ -658,6 +740,61 @@ mod tests {
                 assert!(warnings.is_empty(), "{name}: {warnings:?}");
                 assert_close(&split, &whole, name);
             }
+        }
+
+        /// The validation loss and metrics of `model` on `data()`'s pairs in batches of 16
+        /// with `config` on a device of `capacity`, and the warnings.
+        fn validate(config: &BatcherConfig, capacity: u64) -> (f64, Vec<f64>, Vec<String>) {
+            let losses = LossSet::new(
+                vec![AnyLoss::Pairwise(Box::new(HingeLoss {
+                    weight: 1.0,
+                    margin: 1.0,
+                }))],
+                RecordKind::Pairwise,
+                "t",
+            )
+            .unwrap();
+            let pairs = EvaluationPairs::new(&data()).unwrap();
+            let mut batching =
+                EvaluationBatching::new(config, BATCH, Box::new(device(capacity)), "v.batcher")
+                    .unwrap();
+            let mut warnings = Vec::new();
+            let (loss, metrics) = losses
+                .evaluate(model().as_ref(), &pairs, &mut batching, "v", &mut |w| {
+                    warnings.push(w)
+                })
+                .unwrap();
+            (loss, metrics.into_values().collect(), warnings)
+        }
+
+        #[test]
+        fn validation_batches_are_micro_batched_with_the_same_result() {
+            let plain = BatcherConfig::Plain(NoParams {});
+            let (whole, metrics, none) = validate(&plain, u64::MAX / 2);
+            assert!(none.is_empty());
+            // Outer batches of 16 do not fit a device of 5 records: each is replayed in
+            // micro-batches of 8, then 5, once (the batcher keeps the size that fits).
+            let power = BatcherConfig::PowerAdaptative(NoParams {});
+            let (split, split_metrics, warnings) = validate(&power, 5 * PER_RECORD as u64);
+            assert_eq!(warnings.len(), 2, "{warnings:?}");
+            assert!((split - whole).abs() < 1e-9, "{split} vs {whole}");
+            assert_close(&split_metrics, &metrics, "validation metrics");
+            // The predictive batcher is for training only.
+            let err = EvaluationBatching::new(
+                &predictive(PackerConfig::Uniform(NoParams {})),
+                BATCH,
+                Box::new(device(1000)),
+                "learner.listeners[0].batcher",
+            )
+            .err()
+            .unwrap()
+            .to_string();
+            assert!(
+                err.starts_with(
+                    "learner.listeners[0].batcher: the PredictiveBatcher is for training"
+                ),
+                "{err}"
+            );
         }
 
         #[test]
