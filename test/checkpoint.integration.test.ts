@@ -30,21 +30,29 @@ interface SignalledRun {
   code: number | null;
   signal: NodeJS.Signals | null;
   stderr: string;
-  /** The step the child signalled itself at, or null when it finished first. */
+  /** The step the child signalled itself at, or null when it did not. */
   signalledAt: number | null;
+  /** The stage of a checkpoint save the core killed the process in, or null. */
+  killedInSave: string | null;
 }
 
-/** Runs the child until it sends itself `signal` at global step `step` (see train-child.mjs). */
-function runUntilStep(ws: string, step: number, signal: "SIGKILL" | "SIGINT", seed = 0): SignalledRun {
-  const env = userEnv({ XPM_TEST_SIGNAL_AT_STEP: String(step), XPM_TEST_SIGNAL: signal });
+/** Where a run is stopped: at a training step (see train-child.mjs), or inside a save. */
+type Moment = { step: number } | { save: string };
+
+function runUntil(ws: string, moment: Moment, signal: "SIGKILL" | "SIGINT" = "SIGKILL", seed = 0): SignalledRun {
+  // The core's crash-test kill point: SIGKILL at the first time a save reaches that stage.
+  const env = userEnv("step" in moment ? { XPM_TEST_SIGNAL_AT_STEP: String(moment.step), XPM_TEST_SIGNAL: signal } : { XPM_TORCH_KILL_DURING_SAVE: moment.save });
   const out = spawnSync(process.execPath, [CHILD, ws, String(seed)], { cwd: repoRoot, env, encoding: "utf8", timeout: 120_000 });
   const at = /signal \w+ at step (\d+)/.exec(out.stderr);
-  return { code: out.status, signal: out.signal, stderr: out.stderr, signalledAt: at ? Number(at[1]) : null };
+  const save = /killed during a checkpoint save, at stage (\w+) of /.exec(out.stderr);
+  return { code: out.status, signal: out.signal, stderr: out.stderr, signalledAt: at ? Number(at[1]) : null, killedInSave: save ? save[1]! : null };
 }
+
+const runUntilStep = (ws: string, step: number, signal: "SIGKILL" | "SIGINT", seed = 0) => runUntil(ws, { step }, signal, seed);
 
 const TOTAL_STEPS = 12 * 60;
 
-/** Ten distinct kill steps spread over the run, from a fixed seed so that a failure replays. */
+/** Distinct kill steps spread over the run, from a fixed seed so that a failure replays. */
 function killSteps(seed: number, count: number): number[] {
   const steps = new Set<number>();
   let x = seed;
@@ -55,22 +63,34 @@ function killSteps(seed: number, count: number): number[] {
   return [...steps].sort((a, b) => a - b);
 }
 
+/** Every stage of a save a run can die in (the child keeps every checkpoint: no pruning). */
+const SAVE_STAGES = ["files", "manifest", "commit", "swap", "cleanup"];
+
 describe("surviving crashes", () => {
   const reference = () => runToEnd(workspace());
 
-  it("ends with bit-identical weights after ten SIGKILLs spread over the run", () => {
+  it("ends with bit-identical weights after ten SIGKILLs, in training steps and in checkpoint saves", () => {
     const uninterrupted = reference();
     const ws = workspace();
-    const targets = killSteps(42, 10);
+    // Five kills at training steps, each followed by one inside a save at another stage.
+    const steps = killSteps(42, 5);
+    const moments: Moment[] = steps.flatMap((step, i) => [{ step }, { save: SAVE_STAGES[i]! }]);
     let landed = 0;
-    for (const step of targets) {
-      const run = runUntilStep(ws, step, "SIGKILL");
+    const savesKilled: string[] = [];
+    for (const moment of moments) {
+      const run = runUntil(ws, moment);
       expect(run.stderr).not.toMatch(/ERR_/);
-      // Each restart resumes at an epoch boundary at or before the previous kill, so it always
-      // reaches the next, later, kill step: every kill lands in the middle of training.
-      if (run.signal === "SIGKILL" && run.signalledAt === step) landed++;
+      if (run.signal !== "SIGKILL") continue;
+      // Each restart resumes at an epoch boundary at or before the previous kill, so a step
+      // kill always comes before the end of the run.
+      if (run.signalledAt !== null && run.signalledAt < TOTAL_STEPS) landed++;
+      if (run.killedInSave !== null) {
+        landed++;
+        savesKilled.push(run.killedInSave);
+      }
     }
-    expect(landed).toBeGreaterThanOrEqual(8);
+    expect(landed).toBe(10);
+    expect(savesKilled).toEqual(SAVE_STAGES);
     const final = runToEnd(ws);
     // It did continue from what the killed processes left, rather than start over.
     expect(final.resumed_from).toMatch(/checkpoints\/epoch-\d{8}$/);

@@ -1,11 +1,10 @@
 //! Failure injection into the stages of a checkpoint save, for tests: a test arms one stage of
 //! one directory and the save fails there as if the disk were full or the process killed
 //! (nothing is cleaned up after a failed save: the next start does it). Outside `cfg(test)`
-//! [`check`] is an empty inline function, so the normal path pays nothing.
+//! [`check`] only visits the process-wide kill point of crash tests ([`super::kill_point`]).
 
 /// The stages of saving a checkpoint directory, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) enum Stage {
     /// Some of the files are in the temporary directory, not all.
     Files,
@@ -28,7 +27,8 @@ pub(crate) enum Stage {
 /// The injected failure, as an I/O error on `dir`.
 #[cfg(not(test))]
 #[inline(always)]
-pub(crate) fn check(_stage: Stage, _dir: &std::path::Path) -> crate::Result<()> {
+pub(crate) fn check(stage: Stage, dir: &std::path::Path) -> crate::Result<()> {
+    super::kill_point::reached(stage, dir);
     Ok(())
 }
 

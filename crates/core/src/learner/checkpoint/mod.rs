@@ -3,6 +3,9 @@
 
 mod faults;
 mod files;
+// Test builds inject failures per thread instead (faults::arm).
+#[cfg_attr(test, allow(dead_code))]
+mod kill_point;
 mod policy;
 mod publish;
 mod state;
