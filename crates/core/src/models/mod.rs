@@ -4,6 +4,7 @@ mod base;
 mod build;
 mod drmm;
 mod dual_encoder;
+pub mod hf;
 mod linear;
 mod mlp;
 mod multilayer;

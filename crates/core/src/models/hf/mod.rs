@@ -1,0 +1,16 @@
+//! Pretrained encoders read from Hugging Face directories (BERT, RoBERTa, XLM-RoBERTa,
+//! DistilBERT, ELECTRA), written over tch with Hugging Face's parameter names.
+
+mod config;
+mod encoder;
+mod head;
+mod model;
+mod weights;
+
+pub use config::*;
+pub use encoder::EncoderInput;
+pub use model::*;
+pub use weights::*;
+
+#[cfg(test)]
+mod tests;
