@@ -16,6 +16,8 @@ config_enum! {
         Batchwise(BatchwiseSamplerConfig) = "xpm_torch.samplers.BatchwiseSampler",
         /// `xpm_torch.samplers.TokenTripletSampler`.
         TokenTriplets(TokenTripletSamplerConfig) = "xpm_torch.samplers.TokenTripletSampler",
+        /// `xpm_torch.samplers.TextTripletSampler`.
+        TextTriplets(super::TextTripletSamplerConfig) = "xpm_torch.samplers.TextTripletSampler",
         /// A sampler written in TypeScript.
         Js(JsSamplerConfig) = "xpm_torch.samplers.JsSampler",
     }

@@ -14,6 +14,7 @@ mod module;
 mod optim;
 mod parse;
 pub(crate) mod tagged;
+mod text;
 mod trainers;
 mod validation;
 
@@ -29,6 +30,7 @@ pub use module::*;
 pub use optim::*;
 pub use parse::{parse_any, parse_learner};
 pub use tagged::{ConfigType, Typed};
+pub use text::*;
 pub use trainers::*;
 pub use validation::*;
 

@@ -1,5 +1,6 @@
 //! Records, datasets and samplers.
 
+mod encoded;
 mod inputs;
 mod js;
 mod letor;
@@ -9,8 +10,10 @@ mod prefetch;
 mod records;
 mod samplers;
 mod synthetic;
+mod text_triplets;
 mod triplets;
 
+pub use encoded::*;
 pub use inputs::*;
 pub use js::*;
 pub use letor::*;
@@ -20,4 +23,5 @@ pub use prefetch::*;
 pub use records::*;
 pub use samplers::*;
 pub use synthetic::*;
+pub use text_triplets::*;
 pub use triplets::*;

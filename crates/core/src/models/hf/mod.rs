@@ -5,11 +5,13 @@ mod config;
 mod encoder;
 mod head;
 mod model;
+mod scorers;
 mod weights;
 
 pub use config::*;
 pub use encoder::EncoderInput;
 pub use model::*;
+pub use scorers::*;
 pub use weights::*;
 
 #[cfg(test)]

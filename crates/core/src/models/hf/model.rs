@@ -37,16 +37,33 @@ impl HfEncoderModel {
     /// # Errors
     /// [`crate::Error::Checkpoint`] naming a missing or mis-shaped tensor; nothing is kept.
     pub fn from_weights(settings: &EncoderSettings, weights: &HfWeights) -> Result<Self> {
+        Self::named(settings, weights, "")
+    }
+
+    /// As [`HfEncoderModel::from_weights`], its parameters named under `prefix` (e.g.
+    /// `query.embeddings…`; none when empty).
+    ///
+    /// # Errors
+    /// As [`HfEncoderModel::from_weights`].
+    pub fn named(settings: &EncoderSettings, weights: &HfWeights, prefix: &str) -> Result<Self> {
         let mut params = Params::default();
         let encoder = Encoder::load(
             settings,
             &mut Loader {
                 weights,
                 params: &mut params,
-                prefix: "",
+                prefix,
             },
         )?;
         Ok(HfEncoderModel { params, encoder })
+    }
+
+    /// Makes parameter `target` the very tensor of parameter `source`.
+    ///
+    /// # Errors
+    /// [`crate::Error::Config`] when a name is unknown or the shapes differ.
+    pub fn share(&mut self, target: &str, source: &str) -> Result<()> {
+        self.params.share(target, source, "BiEncoder")
     }
 
     /// The settings read from config.json.
@@ -145,6 +162,14 @@ impl HfSequenceClassifier {
     /// The settings read from config.json.
     pub fn settings(&self) -> &EncoderSettings {
         &self.encoder.settings
+    }
+
+    /// Makes parameter `target` the very tensor of parameter `source`.
+    ///
+    /// # Errors
+    /// [`crate::Error::Config`] when a name is unknown or the shapes differ.
+    pub fn share(&mut self, target: &str, source: &str) -> Result<()> {
+        self.params.share(target, source, "CrossEncoder")
     }
 
     /// Whether the head came from the file (otherwise it is new).

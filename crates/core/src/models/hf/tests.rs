@@ -9,6 +9,7 @@ use tch::{Kind, Tensor};
 
 use super::*;
 use crate::config::tests_support::scratch_dir;
+use crate::models::Model;
 use crate::rng::Rng;
 
 const ARCHITECTURES: [&str; 5] = ["bert", "roberta", "xlm-roberta", "distilbert", "electra"];
@@ -231,4 +232,192 @@ fn a_directory_without_config_names_the_file() {
     std::fs::copy(fixture("bert").join("config.json"), dir.join("config.json")).unwrap();
     let err = HfEncoderModel::load(&dir).unwrap_err().to_string();
     assert!(err.contains("no model.safetensors"), "{err}");
+}
+
+// ---- training through the learner ----
+
+/// Template triplets: the positive document mentions the query's topic word, the negative one
+/// an off-topic word.
+fn write_text_triplets(dir: &Path, n: usize, seed: u64) -> PathBuf {
+    const TOPICS: [&str; 8] = [
+        "paris", "tokyo", "river", "mountain", "train", "model", "city", "capital",
+    ];
+    const OFF_TOPIC: [&str; 4] = ["love", "word", "gaps", "spaced"];
+    const FILLER: [&str; 8] = ["the", "is", "a", "of", "what", "many", "things", "detail"];
+    let mut rng = Rng::new(seed);
+    let mut lines = String::new();
+    for _ in 0..n {
+        let topic = TOPICS[rng.below(TOPICS.len())];
+        let other = OFF_TOPIC[rng.below(OFF_TOPIC.len())];
+        let mut doc = |word: &str| {
+            let mut words: Vec<&str> = (0..6).map(|_| FILLER[rng.below(FILLER.len())]).collect();
+            words.insert(rng.below(7), word);
+            words.join(" ")
+        };
+        let (positive, negative) = (doc(topic), doc(other));
+        lines.push_str(&format!("what about {topic}\t{positive}\t{negative}\n"));
+    }
+    let path = dir.join(format!("triplets-{seed}.tsv"));
+    std::fs::write(&path, lines).unwrap();
+    path
+}
+
+fn text_learner_json(model: &str, triplets: &Path, dir: &Path, steps: u64, lr: f64) -> String {
+    format!(
+        r#"{{"__xpmtype__":"xpm_torch.learner.Learner",
+        "random":{{"__xpmtype__":"xpm_torch.base.Random","seed":3}},
+        "trainer":{{"__xpmtype__":"xpm_torch.trainers.LossTrainer",
+            "hooks":[{{"__xpmtype__":"xpm_torch.losses.pairwise.HingeLoss","weight":1.0,"margin":1.0}}],
+            "batcher":{{"__xpmtype__":"xpm_torch.batchers.Batcher"}},
+            "sampler":{{"__xpmtype__":"xpm_torch.samplers.TextTripletSampler",
+                "triplets":{{"__xpmtype__":"xpm_torch.data.TextTripletFile","id":"topics","path":"{triplets}"}}}},
+            "batch_size":16,"num_workers":1}},
+        "model":{model},
+        "max_epochs":2,"steps_per_epoch":{steps},
+        "optimizers":[{{"__xpmtype__":"xpm_torch.optim.ParameterOptimizer",
+            "optimizer":{{"__xpmtype__":"xpm_torch.optim.Adam","lr":{lr},"weight_decay":0.0,"eps":1e-8,"betas":[0.9,0.999]}},
+            "filter":{{"__xpmtype__":"xpm_torch.optim.ParameterFilter"}}}}],
+        "listeners":[],
+        "checkpoint_interval":2,"logpath":"{dir}/runs","checkpointspath":"{dir}/checkpoints","hooks":[],
+        "fabric_config":{{"__xpmtype__":"xpm_torch.configuration.FabricConfiguration","precision":"32-true",
+            "num_nodes":1,"devices":"auto","strategy":"auto","accelerator":"auto"}}}}"#,
+        triplets = triplets.display(),
+        dir = dir.display(),
+    )
+}
+
+fn encoder_json(name: &str) -> String {
+    format!(
+        r#"{{"__xpmtype__":"xpm_torch.models.HFEncoder","id":"tiny-{name}","path":"{}"}}"#,
+        fixture(name).display()
+    )
+}
+
+fn strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+/// Trains `model` on topic triplets, then scores held-out ones with the learned weights.
+fn held_out_accuracy(model_json: &str, lr: f64) -> (Vec<f64>, f64, Vec<String>) {
+    use crate::config::{parse_learner, ModelConfig};
+    use crate::learner::{learn, NoObserver};
+    let dir = scratch_dir();
+    let train = write_text_triplets(&dir, 400, 1);
+    let config = parse_learner(&text_learner_json(model_json, &train, &dir, 25, lr)).unwrap();
+    let out = learn(
+        &config,
+        &mut NoObserver,
+        &std::sync::atomic::AtomicBool::new(false),
+    )
+    .unwrap();
+    let losses: Vec<f64> = out.epochs.iter().map(|e| e.loss).collect();
+
+    let model_config: ModelConfig = serde_json::from_str(model_json).unwrap();
+    let mut model = crate::models::build(&model_config, &mut Rng::new(9), "model").unwrap();
+    crate::models::load_weights(
+        model.as_ref(),
+        Path::new(out.learned_model.as_ref().unwrap()),
+    )
+    .unwrap();
+    model.set_training(false);
+    let encoding = text_encoding(&model_config, "model").unwrap().unwrap();
+    let held_out = crate::config::TextTripletFileConfig {
+        id: "held-out".into(),
+        path: write_text_triplets(&dir, 100, 2).display().to_string(),
+        format: None,
+    };
+    let t = crate::data::read_text_triplets(&held_out, "data").unwrap();
+    let _guard = tch::no_grad_guard();
+    let (pos, _) = encoding
+        .encode(&strs(&t.query), &strs(&t.positive))
+        .unwrap();
+    let (neg, _) = encoding
+        .encode(&strs(&t.query), &strs(&t.negative))
+        .unwrap();
+    let wins = model
+        .forward(&pos)
+        .unwrap()
+        .gt_tensor(&model.forward(&neg).unwrap())
+        .to_kind(Kind::Float)
+        .mean(Kind::Float)
+        .double_value(&[]);
+    let names = model
+        .named_parameters()
+        .into_iter()
+        .map(|p| p.name)
+        .collect();
+    (losses, wins, names)
+}
+
+#[test]
+fn a_cross_encoder_learns_text_triplets_with_a_new_head() {
+    // The fixture's head has one label; strip it so the head starts new from the seed.
+    let dir = scratch_dir();
+    for file in ["config.json", "tokenizer.json"] {
+        std::fs::copy(fixture("bert").join(file), dir.join(file)).unwrap();
+    }
+    let base: Vec<(String, Tensor)> = tensors_of("bert")
+        .into_iter()
+        .filter(|(n, _)| !n.starts_with("classifier."))
+        .collect();
+    let named: Vec<(&str, &Tensor)> = base.iter().map(|(n, t)| (n.as_str(), t)).collect();
+    Tensor::write_safetensors(&named, dir.join("model.safetensors")).unwrap();
+    let model = format!(
+        r#"{{"__xpmtype__":"xpm_torch.models.CrossEncoder","encoder":{{"__xpmtype__":"xpm_torch.models.HFEncoder","id":"tiny-bert-base","path":"{}"}},"max_length":24}}"#,
+        dir.display()
+    );
+    let (losses, accuracy, names) = held_out_accuracy(&model, 0.003);
+    assert!(losses[1] < losses[0], "{losses:?}");
+    assert!(accuracy >= 0.9, "held-out pairwise accuracy {accuracy}");
+    assert!(names.contains(&"classifier.weight".to_string()));
+    assert!(names.contains(&"bert.embeddings.word_embeddings.weight".to_string()));
+}
+
+#[test]
+fn a_bi_encoder_learns_text_triplets() {
+    let model = format!(
+        r#"{{"__xpmtype__":"xpm_torch.models.BiEncoder","encoder":{},"pooling":"mean","normalize":true,"similarity":"dot","max_length":16}}"#,
+        encoder_json("bert")
+    );
+    let (losses, accuracy, names) = held_out_accuracy(&model, 0.003);
+    assert!(losses[1] < losses[0], "{losses:?}");
+    assert!(accuracy >= 0.9, "held-out pairwise accuracy {accuracy}");
+    assert!(names.contains(&"embeddings.word_embeddings.weight".to_string()));
+}
+
+#[test]
+fn text_models_refuse_other_inputs_and_missing_directories() {
+    let model = CrossEncoder::new(
+        &serde_json::from_str(&format!(
+            r#"{{"encoder":{},"max_length":16}}"#,
+            encoder_json("bert")
+        ))
+        .unwrap(),
+        &mut Rng::new(0),
+        "learner.model",
+    )
+    .unwrap();
+    assert!(model.head_loaded());
+    let err = model
+        .forward(&crate::data::ScoreInput::Features(Tensor::zeros(
+            [1, 3],
+            (Kind::Float, tch::Device::Cpu),
+        )))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("CrossEncoder scores texts encoded by its tokenizer"),
+        "{err}"
+    );
+    let err = BiEncoder::new(
+        &serde_json::from_str(
+            r#"{"encoder":{"__xpmtype__":"xpm_torch.models.HFEncoder","id":"x","path":"no/such/dir"},
+                "pooling":"cls","normalize":false,"similarity":"cosine","max_length":16}"#,
+        )
+        .unwrap(),
+        "learner.model",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.starts_with("learner.model.encoder.path:"), "{err}");
 }
