@@ -1,0 +1,94 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+
+import { describe, expect, it } from "vitest";
+
+import {
+  Adam,
+  BiEncoder,
+  CrossEncoder,
+  HFEncoder,
+  HingeLoss,
+  Learner,
+  LossTrainer,
+  ParameterOptimizer,
+  Random,
+  TextTripletFile,
+  TextTripletSampler,
+  XpmTorchError,
+  learn,
+  type LearnerConfig,
+} from "../ts/index.js";
+import { readSafetensors } from "./helpers/safetensors.js";
+
+const TINY_BERT = resolve("crates/core/tests/fixtures/hf/bert");
+const TOPICS = ["paris", "tokyo", "river", "mountain", "train", "model", "city", "capital"];
+const OFF_TOPIC = ["love", "word", "gaps", "spaced"];
+const FILLER = ["the", "is", "a", "of", "what", "many", "things", "detail"];
+
+/** Template triplets: the positive document mentions the query's topic, the negative does not. */
+function writeTriplets(dir: string, count: number): string {
+  let state = 7;
+  const pick = <T>(items: readonly T[]): T => {
+    state = (state * 1103515245 + 12345) % 2147483648;
+    return items[state % items.length]!;
+  };
+  const doc = (word: string) => [...Array.from({ length: 6 }, () => pick(FILLER)), word].join(" ");
+  const lines = Array.from({ length: count }, () => {
+    const topic = pick(TOPICS);
+    return `what about ${topic}\t${doc(topic)}\t${doc(pick(OFF_TOPIC))}`;
+  });
+  const file = join(dir, "topics.tsv");
+  writeFileSync(file, lines.join("\n") + "\n");
+  return file;
+}
+
+function learner(model: LearnerConfig["model"], triplets: string): LearnerConfig {
+  return Learner.C({
+    random: Random.C({ seed: 3 }),
+    model,
+    trainer: LossTrainer.C({
+      hooks: [HingeLoss.C({ margin: 1 })],
+      sampler: TextTripletSampler.C({ triplets: TextTripletFile.C({ id: "topics", path: triplets }) }),
+      batch_size: 16,
+      num_workers: 1,
+    }),
+    optimizers: [ParameterOptimizer.C({ optimizer: Adam.C({ lr: 0.003 }) })],
+    max_epochs: 2,
+    steps_per_epoch: 20,
+    listeners: [],
+  });
+}
+
+describe("pretrained text models through the binding", () => {
+  const dir = mkdtempSync(join(tmpdir(), "xpm-text-"));
+  const triplets = writeTriplets(dir, 300);
+  const encoder = HFEncoder.C({ id: "tiny-bert", path: TINY_BERT });
+
+  it("trains a cross-encoder on text triplets, saving Hugging Face parameter names", async () => {
+    const result = await learn(learner(CrossEncoder.C({ encoder, max_length: 24 }), triplets), { workspace: join(dir, "ws-cross") });
+    const losses = result.epochs.map((e) => e.loss);
+    expect(losses[1]!).toBeLessThan(losses[0]!);
+    const saved = readSafetensors(result.learned_model!);
+    expect(saved.has("bert.embeddings.word_embeddings.weight")).toBe(true);
+    expect(saved.get("classifier.weight")!.shape).toEqual([1, 32]);
+  });
+
+  it("trains a bi-encoder sharing one encoder", async () => {
+    const result = await learn(learner(BiEncoder.C({ encoder, max_length: 16 }), triplets), { workspace: join(dir, "ws-bi") });
+    const losses = result.epochs.map((e) => e.loss);
+    expect(losses[1]!).toBeLessThan(losses[0]!);
+    expect(readSafetensors(result.learned_model!).has("embeddings.word_embeddings.weight")).toBe(true);
+  });
+
+  it("names a missing model directory by its config path", async () => {
+    const missing = HFEncoder.C({ id: "nowhere", path: join(dir, "no-such-model") });
+    await expect(learn(learner(CrossEncoder.C({ encoder: missing }), triplets), { workspace: join(dir, "ws-missing") })).rejects.toThrow(
+      /learner\.model\.encoder\.path/,
+    );
+    await expect(learn(learner(CrossEncoder.C({ encoder: missing }), triplets), { workspace: join(dir, "ws-missing2") })).rejects.toBeInstanceOf(
+      XpmTorchError,
+    );
+  });
+});
