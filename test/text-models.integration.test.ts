@@ -18,6 +18,7 @@ import {
   TextTripletSampler,
   XpmTorchError,
   learn,
+  loadModel,
   type LearnerConfig,
 } from "../ts/index.js";
 import { readSafetensors } from "./helpers/safetensors.js";
@@ -90,5 +91,40 @@ describe("pretrained text models through the binding", () => {
     await expect(learn(learner(CrossEncoder.C({ encoder: missing }), triplets), { workspace: join(dir, "ws-missing2") })).rejects.toBeInstanceOf(
       XpmTorchError,
     );
+  });
+});
+
+describe("loading a trained text model", () => {
+  const dir = mkdtempSync(join(tmpdir(), "xpm-text-load-"));
+  const triplets = writeTriplets(dir, 200);
+  const encoder = HFEncoder.C({ id: "tiny-bert", path: TINY_BERT });
+
+  it("scores text pairs with a cross-encoder as training did, off the JavaScript thread", async () => {
+    const model = CrossEncoder.C({ encoder, max_length: 24 });
+    const result = await learn(learner(model, triplets), { workspace: join(dir, "ws") });
+    const trained = loadModel(result.learned_model!, { model, device: "cpu" });
+    const pending = trained.score([
+      { query: "what about paris", document: "the city of paris is a capital" },
+      { query: "what about paris", document: "the love of many things" },
+      { query: "", document: "" },
+    ]);
+    expect(pending).toBeInstanceOf(Promise);
+    const scores = await pending;
+    expect(scores).toHaveLength(3);
+    expect(scores[0]!).toBeGreaterThan(scores[1]!);
+    await expect(trained.embed(["paris"])).rejects.toThrow(/embed\(\) needs a BiEncoder/);
+  });
+
+  it("embeds texts with a bi-encoder: normalised mean vectors whose dot products are its scores", async () => {
+    const model = BiEncoder.C({ encoder, max_length: 16 });
+    const result = await learn(learner(model, triplets), { workspace: join(dir, "ws-bi") });
+    const trained = loadModel(result.learned_model!, { model, device: "cpu" });
+    const [q, d] = await trained.embed(["what about tokyo", "the tokyo train"]);
+    expect(q!).toHaveLength(32);
+    const norm = Math.hypot(...q!);
+    expect(norm).toBeCloseTo(1, 5);
+    const dot = q!.reduce((sum, v, i) => sum + v * d![i]!, 0);
+    const [score] = await trained.score([{ query: "what about tokyo", document: "the tokyo train" }]);
+    expect(score!).toBeCloseTo(dot, 5);
   });
 });

@@ -2,8 +2,9 @@ use std::path::Path;
 
 use super::{build, load_weights, Model};
 use crate::config::ModelConfig;
-use crate::data::{ScoreInput, TokenTable};
+use crate::data::{EncodedRows, ScoreInput, TextEncoding, TokenTable};
 use crate::rng::Rng;
+use crate::text::TextInput;
 use crate::{Error, Result};
 
 /// A trained model opened for scoring: built from its configuration, weights loaded, in
@@ -11,6 +12,8 @@ use crate::{Error, Result};
 pub struct TrainedModel {
     model: Box<dyn Model>,
     device: tch::Device,
+    /// How a pretrained text model encodes texts (its tokenizers).
+    text: Option<TextEncoding>,
 }
 
 /// The device `name` names: `cpu`, `cuda`, `cuda:<n>`, or `auto` (the first GPU when there is
@@ -72,6 +75,7 @@ impl TrainedModel {
         config.validate("model")?;
         let mut model = build(&config, &mut Rng::new(0), "model")?;
         load_weights(model.as_ref(), weights)?;
+        let text = super::hf::text_encoding(&config, "model")?;
         model.set_training(false);
         if device != tch::Device::Cpu {
             let _no_grad = tch::no_grad_guard();
@@ -81,7 +85,91 @@ impl TrainedModel {
                 tensor.f_set_data(&moved)?;
             }
         }
-        Ok(TrainedModel { model, device })
+        Ok(TrainedModel {
+            model,
+            device,
+            text,
+        })
+    }
+
+    fn encoding(&self) -> Result<&TextEncoding> {
+        self.text.as_ref().ok_or_else(|| {
+            Error::config(
+                "model",
+                "this model does not read texts: scoring texts needs a CrossEncoder or a BiEncoder",
+            )
+        })
+    }
+
+    /// Scores of (`queries[k]`, `documents[k]`) text pairs, tokenised by the model's tokenizer,
+    /// `batch_size` pairs at a time.
+    ///
+    /// # Errors
+    /// [`Error::Config`] for a model that does not read texts or unequal counts; a tokenizer
+    /// or libtorch error.
+    pub fn score_texts(
+        &self,
+        queries: &[String],
+        documents: &[String],
+        batch_size: usize,
+    ) -> Result<Vec<f32>> {
+        if queries.len() != documents.len() {
+            return Err(Error::config(
+                "records",
+                format!(
+                    "{} queries but {} documents",
+                    queries.len(),
+                    documents.len()
+                ),
+            ));
+        }
+        let encoding = self.encoding()?;
+        let mut scores = Vec::with_capacity(queries.len());
+        for (q, d) in queries
+            .chunks(batch_size.max(1))
+            .zip(documents.chunks(batch_size.max(1)))
+        {
+            let (input, _) = encoding.encode(&strs(q), &strs(d))?;
+            scores.extend(self.score(&input, q.len())?);
+        }
+        Ok(scores)
+    }
+
+    /// One vector per text (by the query encoder when `query`), `batch_size` texts at a time.
+    ///
+    /// # Errors
+    /// [`Error::Config`] for a model that does not embed texts; a tokenizer or libtorch error.
+    pub fn embed_texts(
+        &self,
+        texts: &[String],
+        query: bool,
+        batch_size: usize,
+    ) -> Result<Vec<Vec<f32>>> {
+        let tokenizer = match self.encoding()? {
+            TextEncoding::Separate { query: q, .. } if query => q,
+            TextEncoding::Separate { document, .. } => document,
+            TextEncoding::Pairs(_) => return Err(Error::config(
+                "model",
+                "a CrossEncoder scores pairs and does not embed texts: embed() needs a BiEncoder",
+            )),
+        };
+        let _no_grad = tch::no_grad_guard();
+        let mut vectors = Vec::with_capacity(texts.len());
+        for chunk in texts.chunks(batch_size.max(1)) {
+            let inputs: Vec<TextInput> = chunk.iter().map(|t| TextInput::Single(t)).collect();
+            let rows = EncodedRows::from_batch(&tokenizer.encode_batch(&inputs)?)?
+                .map(&|t| Ok(t.f_to_device(self.device)?))?;
+            let out = self
+                .model
+                .embed(&rows, query)?
+                .f_to_device(tch::Device::Cpu)?
+                .f_to_kind(tch::Kind::Float)?
+                .f_contiguous()?;
+            let width = out.size().get(1).copied().unwrap_or(0) as usize;
+            let flat = Vec::<f32>::try_from(out.f_flatten(0, -1)?)?;
+            vectors.extend(flat.chunks(width.max(1)).map(<[f32]>::to_vec));
+        }
+        Ok(vectors)
     }
 
     /// Scores of every row of `input`, `batch_size` rows at a time, without gradients.
@@ -109,6 +197,10 @@ impl TrainedModel {
         }
         Ok(scores)
     }
+}
+
+fn strs(texts: &[String]) -> Vec<&str> {
+    texts.iter().map(String::as_str).collect()
 }
 
 /// `rows` feature vectors of `width` values stored row after row, as model input.

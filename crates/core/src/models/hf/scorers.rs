@@ -182,7 +182,7 @@ impl BiEncoder {
     ///
     /// # Errors
     /// A libtorch error.
-    pub fn embed(&self, rows: &EncodedRows, query: bool) -> Result<Tensor> {
+    fn vectors(&self, rows: &EncodedRows, query: bool) -> Result<Tensor> {
         let encoder = match (&self.query, query) {
             (Some(q), true) => q,
             _ => &self.document,
@@ -218,8 +218,8 @@ impl Model for BiEncoder {
                  pairs (for a CrossEncoder)",
             ));
         };
-        let q = self.embed(query, true)?;
-        let d = self.embed(document, false)?;
+        let q = self.vectors(query, true)?;
+        let d = self.vectors(document, false)?;
         Ok(match self.similarity {
             Similarity::Dot => {
                 q.f_mul(&d)?
@@ -227,6 +227,10 @@ impl Model for BiEncoder {
             }
             Similarity::Cosine => Tensor::f_cosine_similarity(&q, &d, -1, 1e-8)?,
         })
+    }
+
+    fn embed(&self, texts: &EncodedRows, query: bool) -> Result<Tensor> {
+        self.vectors(texts, query)
     }
 
     fn named_parameters(&self) -> Vec<NamedParameter> {
