@@ -47,7 +47,7 @@ export interface LoadModelOptions {
 
 /** A trained model, ready to score. */
 export interface TrainedModel {
-  /** The weights file it was loaded from. */
+  /** The weights file it was loaded from ("" for a model opened from its configuration). */
   readonly weights: string;
   /** One score per record: feature vectors, or (query, document) token pairs. */
   score(records: FeatureRecords | readonly TokenPair[]): Float32Array;
@@ -126,11 +126,16 @@ function isTextPairs(records: FeatureRecords | readonly TokenPair[]): records is
 
 /**
  * Opens a trained model: `result.learned_model` (or `result.loaders.learned_model`), a
- * checkpoint or best directory, or any `model.safetensors`. Scoring runs in batches on the CPU.
+ * checkpoint or best directory, or any `model.safetensors`. Given a model configuration instead,
+ * opens the model as that configuration builds it: a `CrossEncoder` or `BiEncoder` with its
+ * pretrained Hugging Face weights, to score or embed before (or without) fine-tuning.
  */
-export function loadModel(source: string | ModuleLoaderConfig, options: LoadModelOptions = {}): TrainedModel {
-  const weights = weightsFile(isLoader(source) ? source.path : source);
-  const model = options.model ?? (isLoader(source) ? (source.value as ModelConfig) : modelOfJob(weights));
+export function loadModel(source: string | ModuleLoaderConfig | ModelConfig, options: LoadModelOptions = {}): TrainedModel {
+  const pretrained = typeof source === "object" && !isLoader(source);
+  const weights = pretrained ? "" : weightsFile(isLoader(source) ? source.path : (source as string));
+  const model = pretrained
+    ? (source as ModelConfig)
+    : (options.model ?? (isLoader(source) ? (source.value as ModelConfig) : modelOfJob(weights)));
   const batchSize = options.batchSize ?? 256;
   const { binding } = loadNative();
   const Native = (binding as unknown as { NativeModel: new () => NativeModelHandle }).NativeModel;

@@ -109,13 +109,15 @@ impl NativeModel {
         NativeModel { model: None }
     }
 
-    /// Builds the model of `config_json`, loads `weights` and places it on `device` (`cpu`,
-    /// `cuda`, `cuda:<n>` or `auto`; default `cpu`); returns the outcome JSON.
+    /// Builds the model of `config_json`, loads `weights` (none when empty) and places it on
+    /// `device` (`cpu`, `cuda`, `cuda:<n>` or `auto`; default `cpu`); returns the outcome JSON.
     #[napi]
     pub fn open(&mut self, config_json: String, weights: String, device: Option<String>) -> String {
         let opened = catch(|| {
             let device = scoring_device(device.as_deref().unwrap_or("cpu"))?;
-            TrainedModel::open_on(&config_json, Path::new(&weights), device)
+            // An empty path opens the model as its configuration builds it (pretrained weights).
+            let weights = (!weights.is_empty()).then(|| Path::new(&weights));
+            TrainedModel::open_on(&config_json, weights, device)
         });
         outcome::to_json(opened.map(|m| {
             self.model = Some(Arc::new(Mutex::new(m)));

@@ -62,19 +62,23 @@ impl TrainedModel {
     /// [`Error::Config`] for a configuration that is not a model (path `model`),
     /// [`Error::Checkpoint`] for weights that do not fit (see [`load_weights`]).
     pub fn open(config_json: &str, weights: &Path) -> Result<Self> {
-        Self::open_on(config_json, weights, tch::Device::Cpu)
+        Self::open_on(config_json, Some(weights), tch::Device::Cpu)
     }
 
     /// [`TrainedModel::open`], with the parameters on `device` (see [`scoring_device`]).
+    /// Without `weights`, the model is as its configuration builds it: a pretrained text model
+    /// with its Hugging Face weights.
     ///
     /// # Errors
     /// As [`TrainedModel::open`], and a libtorch error while moving the parameters.
-    pub fn open_on(config_json: &str, weights: &Path, device: tch::Device) -> Result<Self> {
+    pub fn open_on(config_json: &str, weights: Option<&Path>, device: tch::Device) -> Result<Self> {
         let config: ModelConfig = serde_json::from_str(config_json)
             .map_err(|e| Error::config("model", format!("not a model configuration: {e}")))?;
         config.validate("model")?;
         let mut model = build(&config, &mut Rng::new(0), "model")?;
-        load_weights(model.as_ref(), weights)?;
+        if let Some(weights) = weights {
+            load_weights(model.as_ref(), weights)?;
+        }
         let text = super::hf::text_encoding(&config, "model")?;
         model.set_training(false);
         if device != tch::Device::Cpu {
