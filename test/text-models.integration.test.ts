@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 
@@ -113,6 +113,22 @@ describe("loading a trained text model", () => {
     expect(scores).toHaveLength(3);
     expect(scores[0]!).toBeGreaterThan(scores[1]!);
     await expect(trained.embed(["paris"])).rejects.toThrow(/embed\(\) needs a BiEncoder/);
+
+    // Saved as a Hugging Face directory, it loads back with its one-label head and scores the same.
+    const saved = join(dir, "hf-cross");
+    trained.saveHuggingFace(saved);
+    const config = JSON.parse(readFileSync(join(saved, "config.json"), "utf8")) as Record<string, unknown>;
+    expect(config.architectures).toEqual(["BertForSequenceClassification"]);
+    expect(config.num_labels).toBe(1);
+    expect(existsSync(join(saved, "tokenizer.json"))).toBe(true);
+    const reopened = loadModel(CrossEncoder.C({ encoder: HFEncoder.C({ id: "tiny-bert-tuned", path: saved }), max_length: 24 }), { device: "cpu" });
+    const again = await reopened.score([
+      { query: "what about paris", document: "the city of paris is a capital" },
+      { query: "what about paris", document: "the love of many things" },
+      { query: "", document: "" },
+    ]);
+    again.forEach((s, i) => expect(s).toBeCloseTo(scores[i]!, 5));
+    expect(() => trained.saveHuggingFace(saved)).toThrow(/exists/);
   });
 
   it("embeds texts with a bi-encoder: normalised mean vectors whose dot products are its scores", async () => {
@@ -126,5 +142,11 @@ describe("loading a trained text model", () => {
     const dot = q!.reduce((sum, v, i) => sum + v * d![i]!, 0);
     const [score] = await trained.score([{ query: "what about tokyo", document: "the tokyo train" }]);
     expect(score!).toBeCloseTo(dot, 5);
+
+    const saved = join(dir, "hf-bi");
+    trained.saveHuggingFace(saved);
+    const reopened = loadModel(BiEncoder.C({ encoder: HFEncoder.C({ id: "tiny-bert-bi", path: saved }), max_length: 16 }), { device: "cpu" });
+    const [q2] = await reopened.embed(["what about tokyo"]);
+    q2!.forEach((v, i) => expect(v).toBeCloseTo(q![i]!, 5));
   });
 });

@@ -62,6 +62,13 @@ export interface TrainedModel {
    * by its document encoder, or its query encoder with `{ as: "query" }`.
    */
   embed(texts: readonly string[], options?: { readonly as?: "query" | "document" }): Promise<Float32Array[]>;
+  /**
+   * Saves a CrossEncoder or BiEncoder as a Hugging Face directory that `transformers` loads
+   * (`config.json`, `model.safetensors`, the tokenizer files): a cross-encoder as a
+   * `…ForSequenceClassification` with one label, a bi-encoder as its base model (separate
+   * encoders as `query/` and `document/`). `directory` must not exist yet.
+   */
+  saveHuggingFace(directory: string): void;
   /** The scores of each triplet's positive and negative document. */
   scoreTriplets(triplets: readonly TokenTriplet[]): { positive: Float32Array; negative: Float32Array };
 }
@@ -73,6 +80,7 @@ interface NativeModelHandle {
   scoreText(pairsJson: string, batchSize: number): string;
   scoreTexts(queries: string[], documents: string[], batchSize: number): Promise<string>;
   embedTexts(texts: string[], query: boolean, batchSize: number): Promise<string>;
+  saveHuggingFace(directory: string): string;
 }
 
 type ModuleLoaderConfig = ConfigOf<typeof ModuleLoader>;
@@ -164,6 +172,9 @@ export function loadModel(source: string | ModuleLoaderConfig | ModelConfig, opt
   return {
     weights,
     score,
+    saveHuggingFace(directory) {
+      unwrapOutcome(handle.saveHuggingFace(resolve(directory)));
+    },
     async embed(texts, embedOptions = {}) {
       const vectors = unwrapOutcome<number[][]>(await handle.embedTexts([...texts], embedOptions.as === "query", batchSize));
       return vectors.map((v) => Float32Array.from(v));

@@ -149,6 +149,18 @@ impl NativeModel {
         self.scored(input, batch_size)
     }
 
+    /// Saves a text model as Hugging Face directories under `directory`; returns the outcome JSON.
+    #[napi]
+    pub fn save_hugging_face(&self, directory: String) -> String {
+        outcome::to_json(catch(|| {
+            let model = locked(&self.model)?
+                .lock()
+                .map_err(|_| Error::Panic("an earlier call on this model panicked".into()))?;
+            model.save_hf(Path::new(&directory))?;
+            Ok(serde_json::Value::Null)
+        }))
+    }
+
     /// Scores (query, document) text pairs given as `queries` and `documents`, tokenised by
     /// the model's tokenizer off the JavaScript thread; resolves to the outcome JSON.
     #[napi(ts_return_type = "Promise<string>")]

@@ -14,6 +14,7 @@ pub struct TrainedModel {
     device: tch::Device,
     /// How a pretrained text model encodes texts (its tokenizers).
     text: Option<TextEncoding>,
+    config: ModelConfig,
 }
 
 /// The device `name` names: `cpu`, `cuda`, `cuda:<n>`, or `auto` (the first GPU when there is
@@ -93,7 +94,17 @@ impl TrainedModel {
             model,
             device,
             text,
+            config,
         })
+    }
+
+    /// Saves a text model as Hugging Face directories under `out` (see
+    /// [`super::hf::save_hf_directories`]).
+    ///
+    /// # Errors
+    /// As [`super::hf::save_hf_directories`].
+    pub fn save_hf(&self, out: &Path) -> Result<()> {
+        super::hf::save_hf_directories(self.model.as_ref(), &self.config, out)
     }
 
     fn encoding(&self) -> Result<&TextEncoding> {

@@ -3,6 +3,7 @@
 
 mod config;
 mod encoder;
+mod export;
 mod head;
 mod model;
 mod scorers;
@@ -10,6 +11,7 @@ mod weights;
 
 pub use config::*;
 pub use encoder::EncoderInput;
+pub use export::*;
 pub use model::*;
 pub use scorers::*;
 pub use weights::*;
