@@ -303,7 +303,7 @@ fn held_out_accuracy(model_json: &str, lr: f64) -> (Vec<f64>, f64, Vec<String>) 
     use crate::learner::{learn, NoObserver};
     let dir = scratch_dir();
     let train = write_text_triplets(&dir, 400, 1);
-    let config = parse_learner(&text_learner_json(model_json, &train, &dir, 25, lr)).unwrap();
+    let config = parse_learner(&text_learner_json(model_json, &train, &dir, 40, lr)).unwrap();
     let out = learn(
         &config,
         &mut NoObserver,
