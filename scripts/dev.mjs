@@ -9,6 +9,8 @@ import { homedir, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
+import { provisionMinilm } from "./minilm.mjs";
+
 const root = dirname(dirname(fileURLToPath(import.meta.url)));
 const bin = (name) => join(root, "node_modules", ".bin", name);
 const cache = process.env.XPM_TORCH_CACHE || join(process.env.XDG_CACHE_HOME || join(homedir(), ".cache"), "xpm-torch");
@@ -123,6 +125,10 @@ const commands = {
   },
   test() {
     const env = build();
+    step("all-MiniLM-L6-v2");
+    // The pretrained-model integration tests read it from the cache, as the addon reads libtorch.
+    env.XPM_TORCH_MINILM = provisionMinilm(env);
+    process.env.XPM_TORCH_MINILM = env.XPM_TORCH_MINILM;
     step("Rust tests");
     const rust = runCounted("cargo", ["test", "--release", "--workspace", "--target", hostTriple()], env, cargoCounts);
     step("TypeScript tests");

@@ -46,7 +46,16 @@ export {
 } from "./listeners.js";
 export { JobLockedError, defaultWorkspace } from "./workspace/job.js";
 export { readParamsJson, writeParamsJson } from "./workspace/params-json.js";
-export { loadModel, type FeatureRecords, type LoadModelOptions, type ModelConfig, type TokenPair, type TokenTriplet, type TrainedModel } from "./model.js";
+export {
+  loadModel,
+  type FeatureRecords,
+  type LoadModelOptions,
+  type ModelConfig,
+  type TextPair,
+  type TokenPair,
+  type TokenTriplet,
+  type TrainedModel,
+} from "./model.js";
 export { demoLearner, type DemoOptions } from "./demo-config.js";
 export { TORCH_VERSION } from "./paths.js";
 export {

@@ -30,6 +30,12 @@ export interface TokenTriplet {
   readonly negative: readonly number[];
 }
 
+/** A (query, document) pair of texts, for a {@link CrossEncoder} or {@link BiEncoder}. */
+export interface TextPair {
+  readonly query: string;
+  readonly document: string;
+}
+
 export interface LoadModelOptions {
   /** The model's configuration; by default read from the params.json of the job that saved it. */
   readonly model?: ModelConfig;
@@ -41,10 +47,28 @@ export interface LoadModelOptions {
 
 /** A trained model, ready to score. */
 export interface TrainedModel {
-  /** The weights file it was loaded from. */
+  /** The weights file it was loaded from ("" for a model opened from its configuration). */
   readonly weights: string;
   /** One score per record: feature vectors, or (query, document) token pairs. */
   score(records: FeatureRecords | readonly TokenPair[]): Float32Array;
+  /**
+   * One score per (query, document) text pair, for a CrossEncoder or a BiEncoder: tokenised by
+   * the model's own tokenizer (cut to its `max_length`) and scored off the JavaScript thread.
+   * An empty text is scored as an empty sequence (its special tokens alone).
+   */
+  score(pairs: readonly TextPair[]): Promise<number[]>;
+  /**
+   * One vector per text, for a BiEncoder: pooled and normalised as the model is configured,
+   * by its document encoder, or its query encoder with `{ as: "query" }`.
+   */
+  embed(texts: readonly string[], options?: { readonly as?: "query" | "document" }): Promise<Float32Array[]>;
+  /**
+   * Saves a CrossEncoder or BiEncoder as a Hugging Face directory that `transformers` loads
+   * (`config.json`, `model.safetensors`, the tokenizer files): a cross-encoder as a
+   * `…ForSequenceClassification` with one label, a bi-encoder as its base model (separate
+   * encoders as `query/` and `document/`). `directory` must not exist yet.
+   */
+  saveHuggingFace(directory: string): void;
   /** The scores of each triplet's positive and negative document. */
   scoreTriplets(triplets: readonly TokenTriplet[]): { positive: Float32Array; negative: Float32Array };
 }
@@ -54,6 +78,9 @@ interface NativeModelHandle {
   open(configJson: string, weights: string, device?: string | null): string;
   scoreFeatures(values: Float32Array, rows: number, width: number, batchSize: number): string;
   scoreText(pairsJson: string, batchSize: number): string;
+  scoreTexts(queries: string[], documents: string[], batchSize: number): Promise<string>;
+  embedTexts(texts: string[], query: boolean, batchSize: number): Promise<string>;
+  saveHuggingFace(directory: string): string;
 }
 
 type ModuleLoaderConfig = ConfigOf<typeof ModuleLoader>;
@@ -95,6 +122,11 @@ function isLoader(source: unknown): source is ModuleLoaderConfig {
   return typeof source === "object" && source !== null && "value" in source && "path" in source;
 }
 
+function isTexts(records: FeatureRecords | readonly TokenPair[] | readonly TextPair[]): records is readonly TextPair[] {
+  const first = records[0] as { query?: unknown } | undefined;
+  return typeof first?.query === "string";
+}
+
 function isTextPairs(records: FeatureRecords | readonly TokenPair[]): records is readonly TokenPair[] {
   const first = records[0];
   return first !== undefined && !(first instanceof Float32Array) && !Array.isArray(first);
@@ -102,11 +134,16 @@ function isTextPairs(records: FeatureRecords | readonly TokenPair[]): records is
 
 /**
  * Opens a trained model: `result.learned_model` (or `result.loaders.learned_model`), a
- * checkpoint or best directory, or any `model.safetensors`. Scoring runs in batches on the CPU.
+ * checkpoint or best directory, or any `model.safetensors`. Given a model configuration instead,
+ * opens the model as that configuration builds it: a `CrossEncoder` or `BiEncoder` with its
+ * pretrained Hugging Face weights, to score or embed before (or without) fine-tuning.
  */
-export function loadModel(source: string | ModuleLoaderConfig, options: LoadModelOptions = {}): TrainedModel {
-  const weights = weightsFile(isLoader(source) ? source.path : source);
-  const model = options.model ?? (isLoader(source) ? (source.value as ModelConfig) : modelOfJob(weights));
+export function loadModel(source: string | ModuleLoaderConfig | ModelConfig, options: LoadModelOptions = {}): TrainedModel {
+  const pretrained = typeof source === "object" && !isLoader(source);
+  const weights = pretrained ? "" : weightsFile(isLoader(source) ? source.path : (source as string));
+  const model = pretrained
+    ? (source as ModelConfig)
+    : (options.model ?? (isLoader(source) ? (source.value as ModelConfig) : modelOfJob(weights)));
   const batchSize = options.batchSize ?? 256;
   const { binding } = loadNative();
   const Native = (binding as unknown as { NativeModel: new () => NativeModelHandle }).NativeModel;
@@ -118,18 +155,29 @@ export function loadModel(source: string | ModuleLoaderConfig, options: LoadMode
         handle.scoreText(JSON.stringify([pairs.map((p) => p.query), pairs.map((p) => p.document)]), batchSize),
       ),
     );
+  const scoreTexts = async (pairs: readonly TextPair[]): Promise<number[]> =>
+    unwrapOutcome<number[]>(
+      await handle.scoreTexts(
+        pairs.map((p) => p.query),
+        pairs.map((p) => p.document),
+        batchSize,
+      ),
+    );
+  function score(records: FeatureRecords | readonly TokenPair[]): Float32Array;
+  function score(pairs: readonly TextPair[]): Promise<number[]>;
+  function score(records: FeatureRecords | readonly TokenPair[] | readonly TextPair[]): Float32Array | Promise<number[]> {
+    if (isTexts(records)) return scoreTexts(records);
+    return scoreRecords(records as FeatureRecords | readonly TokenPair[]);
+  }
   return {
     weights,
-    score(records) {
-      if (records.length === 0) return new Float32Array(0);
-      if (isTextPairs(records)) return scoreText(records);
-      const width = records[0]!.length;
-      const values = new Float32Array(records.length * width);
-      records.forEach((row, i) => {
-        if (row.length !== width) throw new XpmTorchError("ERR_CONFIG", `records[${i}]: ${row.length} features where records[0] has ${width}`);
-        values.set(row, i * width);
-      });
-      return Float32Array.from(unwrapOutcome<number[]>(handle.scoreFeatures(values, records.length, width, batchSize)));
+    score,
+    saveHuggingFace(directory) {
+      unwrapOutcome(handle.saveHuggingFace(resolve(directory)));
+    },
+    async embed(texts, embedOptions = {}) {
+      const vectors = unwrapOutcome<number[][]>(await handle.embedTexts([...texts], embedOptions.as === "query", batchSize));
+      return vectors.map((v) => Float32Array.from(v));
     },
     scoreTriplets(triplets) {
       const scores = scoreText([
@@ -139,4 +187,16 @@ export function loadModel(source: string | ModuleLoaderConfig, options: LoadMode
       return { positive: scores.slice(0, triplets.length), negative: scores.slice(triplets.length) };
     },
   };
+
+  function scoreRecords(records: FeatureRecords | readonly TokenPair[]): Float32Array {
+    if (records.length === 0) return new Float32Array(0);
+    if (isTextPairs(records)) return scoreText(records);
+    const width = records[0]!.length;
+    const values = new Float32Array(records.length * width);
+    records.forEach((row, i) => {
+      if (row.length !== width) throw new XpmTorchError("ERR_CONFIG", `records[${i}]: ${row.length} features where records[0] has ${width}`);
+      values.set(row, i * width);
+    });
+    return Float32Array.from(unwrapOutcome<number[]>(handle.scoreFeatures(values, records.length, width, batchSize)));
+  }
 }

@@ -147,6 +147,21 @@ export const SAMPLES: Record<string, () => object> = {
   "xpm_torch.data.SyntheticTokenTriplets": synthetic,
   "xpm_torch.samplers.TokenTripletSampler": () => c.TokenTripletSampler.C({ triplets: synthetic() }),
   "xpm_torch.listeners.RankingValidationListener": () => ranking("rank", 7),
+  "xpm_torch.models.HFEncoder": () => c.HFEncoder.C({ id: "all-MiniLM-L6-v2", path: "/models/minilm" }),
+  "xpm_torch.models.CrossEncoder": () =>
+    c.CrossEncoder.C({ encoder: c.HFEncoder.C({ id: "ms-marco-MiniLM-L-6-v2", path: "/models/ce" }), max_length: 256 }),
+  "xpm_torch.models.BiEncoder": () =>
+    c.BiEncoder.C({
+      encoder: c.HFEncoder.C({ id: "docs", path: "/models/docs" }),
+      query_encoder: c.HFEncoder.C({ id: "queries", path: "/models/queries" }),
+      pooling: "cls",
+      normalize: false,
+      similarity: "cosine",
+      max_length: 128,
+    }),
+  "xpm_torch.data.TextTripletFile": () => c.TextTripletFile.C({ id: "msmarco/text-triples", path: "/data/t.jsonl", format: "jsonl" }),
+  "xpm_torch.samplers.TextTripletSampler": () =>
+    c.TextTripletSampler.C({ triplets: c.TextTripletFile.C({ id: "topics", path: "/data/topics.tsv" }) }),
   "xpm_torch.parameters.RegexParametersIterator": () =>
     c.RegexParametersIterator.C({ regex: "layers\\.0\\.", negative_regex: "bias", model: c.Linear.C({ input_dim: 2 }) }),
   "xpm_torch.parameters.InverseParametersIterator": () =>

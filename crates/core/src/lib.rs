@@ -17,5 +17,6 @@ pub mod optim;
 pub mod rng;
 pub mod runtime;
 mod shim;
+pub mod text;
 
 pub use error::{Error, Result};

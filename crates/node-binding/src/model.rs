@@ -1,6 +1,8 @@
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
-use napi::bindgen_prelude::Float32Array;
+use napi::bindgen_prelude::{AsyncTask, Float32Array};
+use napi::{Env, Task};
 use napi_derive::napi;
 use serde_json::json;
 use xpm_torch_core::data::ScoreInput;
@@ -13,7 +15,7 @@ use crate::outcome;
 /// JSON, so that TypeScript raises its typed errors.
 #[napi]
 pub struct NativeModel {
-    model: Option<TrainedModel>,
+    model: Option<Arc<Mutex<TrainedModel>>>,
 }
 
 fn catch<T>(f: impl FnOnce() -> Result<T, Error>) -> Result<T, Error> {
@@ -30,16 +32,71 @@ fn catch<T>(f: impl FnOnce() -> Result<T, Error>) -> Result<T, Error> {
 /// Queries and documents of (query, document) pairs.
 type TextRows = (Vec<Vec<i64>>, Vec<Vec<i64>>);
 
+/// What a text task computes.
+enum TextJob {
+    /// Scores of (query, document) pairs.
+    Score(Vec<String>, Vec<String>),
+    /// Vectors of texts (`true`: by the query encoder).
+    Embed(Vec<String>, bool),
+}
+
+/// Tokenising and scoring texts on the libuv pool, off the JavaScript thread; resolves to the
+/// outcome JSON.
+pub struct TextTask {
+    model: Option<Arc<Mutex<TrainedModel>>>,
+    job: TextJob,
+    batch_size: usize,
+}
+
+impl Task for TextTask {
+    type Output = String;
+    type JsValue = String;
+
+    fn compute(&mut self) -> napi::Result<String> {
+        Ok(outcome::to_json(catch(|| {
+            let model = locked(&self.model)?;
+            let model = model
+                .lock()
+                .map_err(|_| Error::Panic("an earlier call on this model panicked".into()))?;
+            Ok(match &self.job {
+                TextJob::Score(queries, documents) => {
+                    json!(model.score_texts(queries, documents, self.batch_size)?)
+                }
+                TextJob::Embed(texts, query) => {
+                    json!(model.embed_texts(texts, *query, self.batch_size)?)
+                }
+            })
+        })))
+    }
+
+    fn resolve(&mut self, _env: Env, output: String) -> napi::Result<String> {
+        Ok(output)
+    }
+}
+
+fn locked(model: &Option<Arc<Mutex<TrainedModel>>>) -> Result<&Arc<Mutex<TrainedModel>>, Error> {
+    model
+        .as_ref()
+        .ok_or_else(|| Error::config("model", "the model is not open"))
+}
+
 impl NativeModel {
     fn scored(&self, input: Result<ScoreInput, Error>, batch_size: u32) -> String {
         outcome::to_json(catch(|| {
-            let model = self
-                .model
-                .as_ref()
-                .ok_or_else(|| Error::config("model", "the model is not open"))?;
+            let model = locked(&self.model)?
+                .lock()
+                .map_err(|_| Error::Panic("an earlier call on this model panicked".into()))?;
             let scores = model.score(&input?, batch_size as usize)?;
             Ok(json!(scores))
         }))
+    }
+
+    fn text_task(&self, job: TextJob, batch_size: u32) -> AsyncTask<TextTask> {
+        AsyncTask::new(TextTask {
+            model: self.model.clone(),
+            job,
+            batch_size: batch_size as usize,
+        })
     }
 }
 
@@ -52,16 +109,18 @@ impl NativeModel {
         NativeModel { model: None }
     }
 
-    /// Builds the model of `config_json`, loads `weights` and places it on `device` (`cpu`,
-    /// `cuda`, `cuda:<n>` or `auto`; default `cpu`); returns the outcome JSON.
+    /// Builds the model of `config_json`, loads `weights` (none when empty) and places it on
+    /// `device` (`cpu`, `cuda`, `cuda:<n>` or `auto`; default `cpu`); returns the outcome JSON.
     #[napi]
     pub fn open(&mut self, config_json: String, weights: String, device: Option<String>) -> String {
         let opened = catch(|| {
             let device = scoring_device(device.as_deref().unwrap_or("cpu"))?;
-            TrainedModel::open_on(&config_json, Path::new(&weights), device)
+            // An empty path opens the model as its configuration builds it (pretrained weights).
+            let weights = (!weights.is_empty()).then(|| Path::new(&weights));
+            TrainedModel::open_on(&config_json, weights, device)
         });
         outcome::to_json(opened.map(|m| {
-            self.model = Some(m);
+            self.model = Some(Arc::new(Mutex::new(m)));
             serde_json::Value::Null
         }))
     }
@@ -88,5 +147,41 @@ impl NativeModel {
             .map_err(|e| Error::config("records", e.to_string()))
             .and_then(|(queries, documents)| text_input(&queries, &documents));
         self.scored(input, batch_size)
+    }
+
+    /// Saves a text model as Hugging Face directories under `directory`; returns the outcome JSON.
+    #[napi]
+    pub fn save_hugging_face(&self, directory: String) -> String {
+        outcome::to_json(catch(|| {
+            let model = locked(&self.model)?
+                .lock()
+                .map_err(|_| Error::Panic("an earlier call on this model panicked".into()))?;
+            model.save_hf(Path::new(&directory))?;
+            Ok(serde_json::Value::Null)
+        }))
+    }
+
+    /// Scores (query, document) text pairs given as `queries` and `documents`, tokenised by
+    /// the model's tokenizer off the JavaScript thread; resolves to the outcome JSON.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn score_texts(
+        &self,
+        queries: Vec<String>,
+        documents: Vec<String>,
+        batch_size: u32,
+    ) -> AsyncTask<TextTask> {
+        self.text_task(TextJob::Score(queries, documents), batch_size)
+    }
+
+    /// One vector per text (by the query encoder when `query`), off the JavaScript thread;
+    /// resolves to the outcome JSON.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn embed_texts(
+        &self,
+        texts: Vec<String>,
+        query: bool,
+        batch_size: u32,
+    ) -> AsyncTask<TextTask> {
+        self.text_task(TextJob::Embed(texts, query), batch_size)
     }
 }

@@ -10,3 +10,4 @@ export * from "./module.js";
 export * from "./optim.js";
 export * from "./trainers.js";
 export * from "./validation.js";
+export * from "./text.js";

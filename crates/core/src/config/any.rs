@@ -111,6 +111,12 @@ config_enum! {
         TorchScriptModel(TorchScriptConfig) = "xpm_torch.models.TorchScriptModel",
         /// A model.
         MultipleModel(MultipleModelConfig) = "xpm_torch.module.MultipleModel",
+        /// A model.
+        CrossEncoder(CrossEncoderConfig) = "xpm_torch.models.CrossEncoder",
+        /// A model.
+        BiEncoder(BiEncoderConfig) = "xpm_torch.models.BiEncoder",
+        /// A pretrained encoder.
+        HfEncoder(HfEncoderConfig) = "xpm_torch.models.HFEncoder",
         /// A dataset.
         SyntheticLtrDataset(SyntheticLtrConfig) = "xpm_torch.data.SyntheticLtrDataset",
         /// A dataset.
@@ -125,6 +131,10 @@ config_enum! {
         SlateSampler(SlateSamplerConfig) = "xpm_torch.samplers.SlateSampler",
         /// A sampler.
         TokenTripletSampler(TokenTripletSamplerConfig) = "xpm_torch.samplers.TokenTripletSampler",
+        /// A sampler.
+        TextTripletSampler(TextTripletSamplerConfig) = "xpm_torch.samplers.TextTripletSampler",
+        /// Triplets.
+        TextTripletFile(TextTripletFileConfig) = "xpm_torch.data.TextTripletFile",
         /// Triplets.
         TokenTripletFile(TripletFileConfig) = "xpm_torch.data.TokenTripletFile",
         /// Triplets.

@@ -19,6 +19,8 @@ config_enum! {
         Slate(SlateSamplerConfig) = "xpm_torch.samplers.SlateSampler",
         /// `xpm_torch.samplers.TokenTripletSampler`.
         TokenTriplets(TokenTripletSamplerConfig) = "xpm_torch.samplers.TokenTripletSampler",
+        /// `xpm_torch.samplers.TextTripletSampler`.
+        TextTriplets(super::TextTripletSamplerConfig) = "xpm_torch.samplers.TextTripletSampler",
         /// A sampler written in TypeScript.
         Js(JsSamplerConfig) = "xpm_torch.samplers.JsSampler",
     }

@@ -15,6 +15,7 @@ mod module;
 mod optim;
 mod parse;
 pub(crate) mod tagged;
+mod text;
 mod trainers;
 mod validation;
 
@@ -31,6 +32,7 @@ pub use module::*;
 pub use optim::*;
 pub use parse::{parse_any, parse_learner};
 pub use tagged::{ConfigType, Typed};
+pub use text::*;
 pub use trainers::*;
 pub use validation::*;
 

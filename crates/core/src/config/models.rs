@@ -23,6 +23,10 @@ config_enum! {
         TorchScript(TorchScriptConfig) = "xpm_torch.models.TorchScriptModel",
         /// `xpm_torch.module.MultipleModel`.
         Multiple(MultipleModelConfig) = "xpm_torch.module.MultipleModel",
+        /// `xpm_torch.models.CrossEncoder`.
+        CrossEncoder(super::CrossEncoderConfig) = "xpm_torch.models.CrossEncoder",
+        /// `xpm_torch.models.BiEncoder`.
+        BiEncoder(super::BiEncoderConfig) = "xpm_torch.models.BiEncoder",
     }
 }
 
@@ -237,6 +241,8 @@ impl ModelConfig {
                 }
                 Ok(())
             }
+            ModelConfig::CrossEncoder(c) => super::text::check_max_length(c.max_length, path),
+            ModelConfig::BiEncoder(c) => super::text::check_max_length(c.max_length, path),
             ModelConfig::Multiple(c) => {
                 c.check(path)?;
                 c.models

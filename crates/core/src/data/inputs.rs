@@ -67,6 +67,8 @@ pub enum ScoreInput {
         /// Document tokens.
         document: Tokens,
     },
+    /// Texts encoded by a Hugging Face tokenizer (pretrained text models).
+    Encoded(super::EncodedTexts),
 }
 
 impl ScoreInput {
@@ -75,6 +77,7 @@ impl ScoreInput {
         let t = match self {
             ScoreInput::Features(f) => f,
             ScoreInput::Text { query, .. } => &query.ids,
+            ScoreInput::Encoded(e) => return e.len(),
         };
         t.size().first().copied().unwrap_or(0)
     }
@@ -89,6 +92,7 @@ impl ScoreInput {
         match self {
             ScoreInput::Features(_) => "feature vectors",
             ScoreInput::Text { .. } => "token sequences",
+            ScoreInput::Encoded(_) => "encoded texts",
         }
     }
 
@@ -103,6 +107,7 @@ impl ScoreInput {
                 query: query.select(index)?,
                 document: document.select(index)?,
             },
+            ScoreInput::Encoded(e) => ScoreInput::Encoded(e.select(index)?),
         })
     }
 
@@ -131,6 +136,7 @@ impl ScoreInput {
                 query: tokens(query)?,
                 document: tokens(document)?,
             },
+            ScoreInput::Encoded(e) => ScoreInput::Encoded(e.map(&f)?),
         })
     }
 
@@ -145,6 +151,24 @@ impl ScoreInput {
                 "learner.model",
                 format!(
                     "{model} scores feature vectors, but the data gives {}; use a sequence model",
+                    other.describe()
+                ),
+            )),
+        }
+    }
+
+    /// The encoded texts, or an error naming `model` for other inputs.
+    ///
+    /// # Errors
+    /// [`Error::Config`] for feature vectors or token ids.
+    pub fn encoded(&self, model: &str) -> Result<&super::EncodedTexts> {
+        match self {
+            ScoreInput::Encoded(e) => Ok(e),
+            other => Err(Error::config(
+                "learner.model",
+                format!(
+                    "{model} scores texts encoded by its tokenizer, but the data gives {}; \
+                     use a text sampler (TextTripletSampler)",
                     other.describe()
                 ),
             )),

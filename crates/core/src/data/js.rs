@@ -342,6 +342,13 @@ pub fn packed_records(batch: &Batch, what: &str) -> Result<Value> {
                 packed_tokens(negative, "negative", &mut out)?;
                 Value::Object(out)
             }
+            (ScoreInput::Encoded(_), _) => {
+                return Err(Error::config(
+                    what,
+                    "providers written in TypeScript read feature and token-id records, not \
+                     texts encoded by a model's tokenizer",
+                ))
+            }
             _ => return Err(Error::Callback(format!("{what}: mixed record inputs"))),
         },
         Batch::Pointwise(b) => {

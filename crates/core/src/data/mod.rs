@@ -1,5 +1,6 @@
 //! Records, datasets and samplers.
 
+mod encoded;
 mod inputs;
 mod js;
 mod letor;
@@ -10,8 +11,10 @@ mod records;
 mod samplers;
 mod slates;
 mod synthetic;
+mod text_triplets;
 mod triplets;
 
+pub use encoded::*;
 pub use inputs::*;
 pub use js::*;
 pub use letor::*;
@@ -22,4 +25,5 @@ pub use records::*;
 pub use samplers::*;
 pub use slates::*;
 pub use synthetic::*;
+pub use text_triplets::*;
 pub use triplets::*;

@@ -20,9 +20,9 @@ use crate::config::{
     SamplerConfig, TrainerConfig, TrainingHookConfig, TripletsConfig, ValidationDataConfig,
 };
 use crate::data::{
-    js_dataset, load_triplets, read_letor, synthetic_ltr, BatchSource, BatchwiseSampler, JsData,
-    JsSampler, LtrDataset, PairwiseSampler, PointwiseSampler, RecordKind, Sampler, ScoreInput,
-    Shard, SlateSampler, TokenTripletSampler,
+    js_dataset, load_triplets, read_letor, read_text_triplets, synthetic_ltr, BatchSource,
+    BatchwiseSampler, JsData, JsSampler, LtrDataset, PairwiseSampler, PointwiseSampler, RecordKind,
+    Sampler, ScoreInput, Shard, SlateSampler, TextEncoding, TextTripletSampler, TokenTripletSampler,
 };
 use crate::losses::batchwise::{
     CrossEntropyLoss as BatchwiseCrossEntropyLoss, SoftmaxCrossEntropy,
@@ -147,6 +147,7 @@ fn loss_set(
 fn sampler(
     config: &SamplerConfig,
     js: &Js,
+    text: Option<&TextEncoding>,
     rng: Rng,
     shard: Shard,
     path: &str,
@@ -177,6 +178,19 @@ fn sampler(
             let triplets = load_triplets(&c.triplets, &format!("{path}.triplets"))?;
             Box::new(TokenTripletSampler::new(triplets, rng, shard, path)?)
         }
+        SamplerConfig::TextTriplets(c) => {
+            let encoding = text.cloned().ok_or_else(|| {
+                Error::config(
+                    path,
+                    "TextTripletSampler feeds texts to a pretrained text model: set the \
+                     learner's model to a CrossEncoder or a BiEncoder",
+                )
+            })?;
+            let triplets = read_text_triplets(&c.triplets, &format!("{path}.triplets"))?;
+            Box::new(TextTripletSampler::new(
+                triplets, encoding, rng, shard, path,
+            )?)
+        }
         SamplerConfig::Js(c) => {
             let kind = match c.kind.as_str() {
                 "pairwise" | "triplets" => RecordKind::Pairwise,
@@ -194,10 +208,19 @@ fn sampler(
     })
 }
 
+/// Where samplers get what is not in their own configuration.
+#[derive(Clone, Copy)]
+struct SamplerSources<'a> {
+    /// Datasets and samplers written in TypeScript.
+    js: &'a Js,
+    /// How the model wants texts encoded, for a text model.
+    text: Option<&'a TextEncoding>,
+}
+
 fn loss_trainer(
     config: &LossTrainerConfig,
     device: tch::Device,
-    js: &Js,
+    sources: SamplerSources,
     shard: Shard,
     seed: u64,
     output: OutputType,
@@ -216,7 +239,15 @@ fn loss_trainer(
         ));
     }
     let rng = Rng::derive(seed, &format!("{path}/sampler"));
-    let sampler = sampler(&config.sampler, js, rng, shard, &format!("{path}.sampler"))?;
+    let js = sources.js;
+    let sampler = sampler(
+        &config.sampler,
+        js,
+        sources.text,
+        rng,
+        shard,
+        &format!("{path}.sampler"),
+    )?;
     let losses = loss_set(&config.hooks, output, sampler.kind(), path)?;
     let batcher_path = format!("{path}.batcher");
     let batcher = Batcher::new(
@@ -242,14 +273,14 @@ fn loss_trainer(
 fn trainer(
     config: &TrainerConfig,
     device: tch::Device,
-    js: &Js,
+    sources: SamplerSources,
     shard: Shard,
     seed: u64,
     output: OutputType,
     path: &str,
 ) -> Result<Box<dyn Trainer>> {
     match config {
-        TrainerConfig::Loss(t) => loss_trainer(t, device, js, shard, seed, output, path),
+        TrainerConfig::Loss(t) => loss_trainer(t, device, sources, shard, seed, output, path),
         TrainerConfig::Multiple(m) => {
             if !m.hooks.is_empty() {
                 return Err(unsupported(
@@ -266,7 +297,7 @@ fn trainer(
                         trainer(
                             t,
                             device,
-                            js,
+                            sources,
                             shard,
                             seed,
                             output,
@@ -512,10 +543,14 @@ pub(crate) fn build(
     let model: Box<dyn Model> = Box::new(PlacedModel::new(model, runtime.clone())?);
 
     let output = model.output_type();
+    let text = models::hf::text_encoding(&config.model, "learner.model")?;
     let trainer = trainer(
         &config.trainer,
         runtime.device,
-        js,
+        SamplerSources {
+            js,
+            text: text.as_ref(),
+        },
         shard,
         seed,
         output,

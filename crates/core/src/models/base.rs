@@ -42,6 +42,18 @@ pub trait Model: Send {
     /// Switches between training and evaluation behaviour (dropout, ...).
     fn set_training(&mut self, _training: bool) {}
 
+    /// One vector per encoded text (`query`: by the query encoder), for models that embed
+    /// texts apart (bi-encoders).
+    ///
+    /// # Errors
+    /// [`Error::Config`] for models that do not embed texts.
+    fn embed(&self, _texts: &crate::data::EncodedRows, _query: bool) -> Result<Tensor> {
+        Err(Error::config(
+            "model",
+            "this model does not embed texts: embed() needs a BiEncoder",
+        ))
+    }
+
     /// Writes the parameters to a safetensors file, in their dtype (float64 stays float64),
     /// from host copies, through a temporary file and a rename.
     ///

@@ -21,6 +21,8 @@ pub fn build(config: &ModelConfig, rng: &mut Rng, path: &str) -> Result<Box<dyn 
         ModelConfig::Transformer(c) => Box::new(TransformerCrossEncoder::new(c, rng)?),
         ModelConfig::TorchScript(c) => Box::new(TorchScriptModel::load(c, path)?),
         ModelConfig::Multiple(c) => Box::new(MultipleModel::new(c, rng, path)?),
+        ModelConfig::CrossEncoder(c) => Box::new(super::hf::CrossEncoder::new(c, rng, path)?),
+        ModelConfig::BiEncoder(c) => Box::new(super::hf::BiEncoder::new(c, path)?),
     })
 }
 

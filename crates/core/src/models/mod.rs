@@ -1,9 +1,11 @@
 //! Models the learner can train.
 
+mod attention;
 mod base;
 mod build;
 mod drmm;
 mod dual_encoder;
+pub mod hf;
 mod linear;
 mod mlp;
 mod multilayer;

@@ -105,7 +105,31 @@ impl Params {
             weight: self.constant(format!("{prefix}.weight"), &[width], 1.0)?,
             bias: self.constant(format!("{prefix}.bias"), &[width], 0.0)?,
             width,
+            eps: 1e-5,
         })
+    }
+
+    /// Adds a parameter drawn from N(0, `std`²), as Hugging Face initialises linear layers.
+    pub fn normal_scaled(
+        &mut self,
+        rng: &mut Rng,
+        name: impl Into<String>,
+        shape: &[i64],
+        std: f64,
+    ) -> Result<ParamId> {
+        let n = shape.iter().product::<i64>();
+        let values = (0..n).map(|_| (rng.normal() * std) as f32).collect();
+        self.push(name, trainable(values, shape)?)
+    }
+
+    /// Adds a parameter holding a copy of `tensor` (e.g. read from a file), as float32.
+    pub fn tensor(&mut self, name: impl Into<String>, tensor: &Tensor) -> Result<ParamId> {
+        let copy = tensor
+            .f_detach_copy()?
+            .f_to_kind(Kind::Float)?
+            .f_contiguous()?
+            .set_requires_grad(true);
+        self.push(name, copy)
     }
 
     /// Adds a parameter of `shape` holding `values` (row-major).
@@ -195,22 +219,34 @@ impl Linear {
     }
 }
 
-/// The parameters of one layer normalisation (eps 1e-5, PyTorch's default).
+/// The parameters of one layer normalisation and its epsilon (1e-5, PyTorch's default, unless
+/// built with [`LayerNorm::from_ids`]).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct LayerNorm {
     weight: ParamId,
     bias: ParamId,
     width: i64,
+    eps: f64,
 }
 
 impl LayerNorm {
+    /// A layer normalisation over parameters already in the store.
+    pub fn from_ids(weight: ParamId, bias: ParamId, width: i64, eps: f64) -> Self {
+        LayerNorm {
+            weight,
+            bias,
+            width,
+            eps,
+        }
+    }
+
     /// Normalises the last dimension.
     pub fn apply(&self, params: &Params, x: &Tensor) -> Result<Tensor> {
         Ok(x.f_layer_norm(
             [self.width],
             Some(params.get(self.weight)),
             Some(params.get(self.bias)),
-            1e-5,
+            self.eps,
             true,
         )?)
     }

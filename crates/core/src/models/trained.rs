@@ -2,8 +2,9 @@ use std::path::Path;
 
 use super::{build, load_weights, Model};
 use crate::config::ModelConfig;
-use crate::data::{ScoreInput, TokenTable};
+use crate::data::{EncodedRows, ScoreInput, TextEncoding, TokenTable};
 use crate::rng::Rng;
+use crate::text::TextInput;
 use crate::{Error, Result};
 
 /// A trained model opened for scoring: built from its configuration, weights loaded, in
@@ -11,6 +12,9 @@ use crate::{Error, Result};
 pub struct TrainedModel {
     model: Box<dyn Model>,
     device: tch::Device,
+    /// How a pretrained text model encodes texts (its tokenizers).
+    text: Option<TextEncoding>,
+    config: ModelConfig,
 }
 
 /// The device `name` names: `cpu`, `cuda`, `cuda:<n>`, or `auto` (the first GPU when there is
@@ -59,19 +63,24 @@ impl TrainedModel {
     /// [`Error::Config`] for a configuration that is not a model (path `model`),
     /// [`Error::Checkpoint`] for weights that do not fit (see [`load_weights`]).
     pub fn open(config_json: &str, weights: &Path) -> Result<Self> {
-        Self::open_on(config_json, weights, tch::Device::Cpu)
+        Self::open_on(config_json, Some(weights), tch::Device::Cpu)
     }
 
     /// [`TrainedModel::open`], with the parameters on `device` (see [`scoring_device`]).
+    /// Without `weights`, the model is as its configuration builds it: a pretrained text model
+    /// with its Hugging Face weights.
     ///
     /// # Errors
     /// As [`TrainedModel::open`], and a libtorch error while moving the parameters.
-    pub fn open_on(config_json: &str, weights: &Path, device: tch::Device) -> Result<Self> {
+    pub fn open_on(config_json: &str, weights: Option<&Path>, device: tch::Device) -> Result<Self> {
         let config: ModelConfig = serde_json::from_str(config_json)
             .map_err(|e| Error::config("model", format!("not a model configuration: {e}")))?;
         config.validate("model")?;
         let mut model = build(&config, &mut Rng::new(0), "model")?;
-        load_weights(model.as_ref(), weights)?;
+        if let Some(weights) = weights {
+            load_weights(model.as_ref(), weights)?;
+        }
+        let text = super::hf::text_encoding(&config, "model")?;
         model.set_training(false);
         if device != tch::Device::Cpu {
             let _no_grad = tch::no_grad_guard();
@@ -81,7 +90,101 @@ impl TrainedModel {
                 tensor.f_set_data(&moved)?;
             }
         }
-        Ok(TrainedModel { model, device })
+        Ok(TrainedModel {
+            model,
+            device,
+            text,
+            config,
+        })
+    }
+
+    /// Saves a text model as Hugging Face directories under `out` (see
+    /// [`super::hf::save_hf_directories`]).
+    ///
+    /// # Errors
+    /// As [`super::hf::save_hf_directories`].
+    pub fn save_hf(&self, out: &Path) -> Result<()> {
+        super::hf::save_hf_directories(self.model.as_ref(), &self.config, out)
+    }
+
+    fn encoding(&self) -> Result<&TextEncoding> {
+        self.text.as_ref().ok_or_else(|| {
+            Error::config(
+                "model",
+                "this model does not read texts: scoring texts needs a CrossEncoder or a BiEncoder",
+            )
+        })
+    }
+
+    /// Scores of (`queries[k]`, `documents[k]`) text pairs, tokenised by the model's tokenizer,
+    /// `batch_size` pairs at a time.
+    ///
+    /// # Errors
+    /// [`Error::Config`] for a model that does not read texts or unequal counts; a tokenizer
+    /// or libtorch error.
+    pub fn score_texts(
+        &self,
+        queries: &[String],
+        documents: &[String],
+        batch_size: usize,
+    ) -> Result<Vec<f32>> {
+        if queries.len() != documents.len() {
+            return Err(Error::config(
+                "records",
+                format!(
+                    "{} queries but {} documents",
+                    queries.len(),
+                    documents.len()
+                ),
+            ));
+        }
+        let encoding = self.encoding()?;
+        let mut scores = Vec::with_capacity(queries.len());
+        for (q, d) in queries
+            .chunks(batch_size.max(1))
+            .zip(documents.chunks(batch_size.max(1)))
+        {
+            let (input, _) = encoding.encode(&strs(q), &strs(d))?;
+            scores.extend(self.score(&input, q.len())?);
+        }
+        Ok(scores)
+    }
+
+    /// One vector per text (by the query encoder when `query`), `batch_size` texts at a time.
+    ///
+    /// # Errors
+    /// [`Error::Config`] for a model that does not embed texts; a tokenizer or libtorch error.
+    pub fn embed_texts(
+        &self,
+        texts: &[String],
+        query: bool,
+        batch_size: usize,
+    ) -> Result<Vec<Vec<f32>>> {
+        let tokenizer = match self.encoding()? {
+            TextEncoding::Separate { query: q, .. } if query => q,
+            TextEncoding::Separate { document, .. } => document,
+            TextEncoding::Pairs(_) => return Err(Error::config(
+                "model",
+                "a CrossEncoder scores pairs and does not embed texts: embed() needs a BiEncoder",
+            )),
+        };
+        let _no_grad = tch::no_grad_guard();
+        let mut vectors = Vec::with_capacity(texts.len());
+        for chunk in texts.chunks(batch_size.max(1)) {
+            let inputs: Vec<TextInput> = chunk.iter().map(|t| TextInput::Single(t)).collect();
+            let rows = EncodedRows::from_batch(&tokenizer.encode_batch(&inputs)?)?
+                .map(&|t| Ok(t.f_to_device(self.device)?))?;
+            let out = self
+                .model
+                .embed(&rows, query)?
+                .f_to_device(tch::Device::Cpu)?
+                .f_to_kind(tch::Kind::Float)?
+                .f_contiguous()?;
+            let width = out.size().get(1).copied().unwrap_or(0) as usize;
+            let flat = Vec::<f32>::try_from(out.f_flatten(0, -1)?)?;
+            vectors.extend(flat.chunks(width.max(1)).map(<[f32]>::to_vec));
+        }
+        Ok(vectors)
     }
 
     /// Scores of every row of `input`, `batch_size` rows at a time, without gradients.
@@ -109,6 +212,10 @@ impl TrainedModel {
         }
         Ok(scores)
     }
+}
+
+fn strs(texts: &[String]) -> Vec<&str> {
+    texts.iter().map(String::as_str).collect()
 }
 
 /// `rows` feature vectors of `width` values stored row after row, as model input.

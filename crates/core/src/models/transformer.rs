@@ -1,5 +1,6 @@
 use tch::{Kind, Tensor};
 
+use super::attention::attention;
 use super::params::{LayerNorm, Linear, ParamId, Params};
 use super::{Model, NamedParameter};
 use crate::config::TransformerConfig;
@@ -188,20 +189,7 @@ impl TransformerCrossEncoder {
                 .f_transpose(1, 2)?)
         };
         let (q, k, v) = (split(0)?, split(1)?, split(2)?);
-        let attended = if self.training && self.config.dropout > 0.0 {
-            // libtorch's fused attention draws its dropout from the process's generator: with
-            // dropout, the same arithmetic (`scaled_dot_product_attention`'s math path) with a
-            // mask from the run's generators.
-            let scale = 1.0 / (head_dim as f64).sqrt();
-            let scores = q
-                .f_matmul(&k.f_transpose(-2, -1)?)?
-                .f_mul_scalar(scale)?
-                .f_masked_fill(&keep.f_logical_not()?, f64::NEG_INFINITY)?;
-            let weights = self.dropout(&scores.f_softmax(-1, None::<Kind>)?)?;
-            weights.f_matmul(&v)?
-        } else {
-            Tensor::f_scaled_dot_product_attention(&q, &k, &v, Some(keep), 0.0, false, None, false)?
-        };
+        let attended = attention(&q, &k, &v, keep, self.config.dropout, self.training)?;
         let attended = attended
             .f_transpose(1, 2)?
             .f_reshape([batch, length, self.config.dim])?;

@@ -128,6 +128,16 @@ fn row_lengths(input: &ScoreInput, rows: &[i64]) -> Result<i64> {
                 .f_add(&document.lengths.f_index_select(0, &index)?)?;
             total.f_max()?.f_int64_value(&[])?
         }
+        ScoreInput::Encoded(e) => {
+            if rows.is_empty() {
+                return Ok(0);
+            }
+            let index = Tensor::f_from_slice(rows)?;
+            e.lengths()?
+                .f_index_select(0, &index)?
+                .f_max()?
+                .f_int64_value(&[])?
+        }
     })
 }
 
@@ -156,6 +166,9 @@ fn longest(batch: &Batch, records: &[usize]) -> Result<u64> {
 /// Rows of `input` padded or cut to a query of `l / 2` and a document of `l − l / 2` tokens
 /// (token records), to build probe batches of a given length.
 fn with_length(input: &ScoreInput, l: i64) -> Result<ScoreInput> {
+    if let ScoreInput::Encoded(e) = input {
+        return Ok(ScoreInput::Encoded(e.with_length(l)?));
+    }
     let ScoreInput::Text { query, document } = input else {
         return input.map(|t| Ok(t.shallow_clone()));
     };

@@ -1,0 +1,93 @@
+use serde::{Deserialize, Serialize};
+
+use super::models::Similarity;
+use super::tagged::{config_types, Typed};
+use crate::{Error, Result};
+
+/// A pretrained encoder read from a local Hugging Face directory (config.json, safetensors
+/// weights, tokenizer.json).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HfEncoderConfig {
+    /// What the model is (its identity: paths never enter identifiers).
+    pub id: String,
+    /// The directory.
+    pub path: String,
+}
+
+/// How a bi-encoder turns hidden states into one vector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Pooling {
+    /// The mask-weighted mean over real tokens.
+    Mean,
+    /// The first (`[CLS]`) token's hidden state.
+    Cls,
+}
+
+/// `[CLS] query [SEP] document [SEP]` through a pretrained encoder and a one-label
+/// sequence-classification head: the file's when it has one, otherwise new.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CrossEncoderConfig {
+    /// The encoder.
+    pub encoder: Typed<HfEncoderConfig>,
+    /// Longest pair, special tokens included (longest first truncation).
+    pub max_length: i64,
+}
+
+/// Query and document embedded apart by pretrained encoders, then compared.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct BiEncoderConfig {
+    /// The document encoder, also the query encoder unless `query_encoder` is set.
+    pub encoder: Typed<HfEncoderConfig>,
+    /// A separate query encoder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query_encoder: Option<Typed<HfEncoderConfig>>,
+    /// How hidden states become one vector.
+    pub pooling: Pooling,
+    /// Whether vectors are L2-normalised before comparing.
+    pub normalize: bool,
+    /// The score.
+    pub similarity: Similarity,
+    /// Longest text, special tokens included.
+    pub max_length: i64,
+}
+
+/// A TSV or JSONL file of text triplets.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TextTripletFileConfig {
+    /// What the data is (its identity: paths never enter identifiers).
+    pub id: String,
+    /// The file.
+    pub path: String,
+    /// `tsv` or `jsonl`; when absent, the file's extension.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<String>,
+}
+
+/// (query, positive, negative) text triplets, encoded by the model's tokenizer.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TextTripletSamplerConfig {
+    /// The triplets.
+    pub triplets: Typed<TextTripletFileConfig>,
+}
+
+config_types! {
+    HfEncoderConfig = "xpm_torch.models.HFEncoder",
+    TextTripletFileConfig = "xpm_torch.data.TextTripletFile",
+}
+
+/// Checks a `max_length` at `path.max_length`.
+pub(crate) fn check_max_length(max_length: i64, path: &str) -> Result<()> {
+    if !(4..=1 << 20).contains(&max_length) {
+        return Err(Error::config(
+            format!("{path}.max_length"),
+            "must be at least 4 (room for the special tokens and some text)",
+        ));
+    }
+    Ok(())
+}

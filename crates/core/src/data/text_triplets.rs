@@ -1,0 +1,271 @@
+//! (query, positive document, negative document) triplets of raw text, tokenised batch by batch
+//! on the data producer thread by the model's own tokenizer.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use super::{
+    pass_position, read_utf8, restore_pass, Batch, PairwiseBatch, RecordKind, Sampler, Shard,
+    ShuffledPass, TextEncoding,
+};
+use crate::config::TextTripletFileConfig;
+use crate::rng::Rng;
+use crate::{Error, Result};
+
+/// Text triplets, one string per field.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TextTriplets {
+    /// Query of each triplet.
+    pub query: Vec<String>,
+    /// Its preferred document.
+    pub positive: Vec<String>,
+    /// Its other document.
+    pub negative: Vec<String>,
+}
+
+impl TextTriplets {
+    /// Number of triplets.
+    pub fn len(&self) -> usize {
+        self.query.len()
+    }
+
+    /// Whether there is no triplet.
+    pub fn is_empty(&self) -> bool {
+        self.query.is_empty()
+    }
+
+    fn push(&mut self, [q, p, n]: [String; 3]) {
+        self.query.push(q);
+        self.positive.push(p);
+        self.negative.push(n);
+    }
+}
+
+/// Reads a text triplet file: TSV (`query<TAB>positive<TAB>negative`, no quoting) or JSONL
+/// (`{"query": "...", "positive": "...", "negative": "..."}`), by `format` or else by the
+/// file's extension. Blank lines are skipped.
+///
+/// # Errors
+/// [`Error::Io`]; [`Error::Data`] at `file:line:column`: a wrong field count, an empty text, a
+/// malformed JSON line, or a file without triplets; [`Error::Config`] at `path.format` for an
+/// unknown format.
+pub fn read_text_triplets(config: &TextTripletFileConfig, path: &str) -> Result<TextTriplets> {
+    let named = config
+        .format
+        .as_deref()
+        .or_else(|| Path::new(&config.path).extension().and_then(|e| e.to_str()));
+    let jsonl = match named {
+        Some("tsv") => false,
+        Some("jsonl") | Some("json") => true,
+        other => {
+            return Err(Error::config(
+                format!("{path}.format"),
+                format!(
+                    "unknown text triplet format {:?}: set format to \"tsv\" or \"jsonl\"",
+                    other.unwrap_or("")
+                ),
+            ))
+        }
+    };
+    let (text, file) = read_utf8(Path::new(&config.path))?;
+    parse_text_triplets(&text, &file, jsonl)
+}
+
+type LineError = (usize, String);
+
+fn parse_text_triplets(text: &str, file: &str, jsonl: bool) -> Result<TextTriplets> {
+    let mut triplets = TextTriplets::default();
+    let error = |line: usize, (column, message): LineError| Error::Data {
+        file: file.to_string(),
+        line,
+        column,
+        message,
+    };
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let fields = if jsonl {
+            json_line(line)
+        } else {
+            tsv_line(line)
+        };
+        triplets.push(fields.map_err(|e| error(i + 1, e))?);
+    }
+    if triplets.is_empty() {
+        return Err(error(1, (1, "the file holds no triplet".into())));
+    }
+    Ok(triplets)
+}
+
+const FIELDS: [&str; 3] = ["query", "positive", "negative"];
+
+fn tsv_line(line: &str) -> std::result::Result<[String; 3], LineError> {
+    let fields: Vec<&str> = line.trim_end_matches('\r').split('\t').collect();
+    if fields.len() != 3 {
+        return Err((
+            1,
+            format!(
+                "expected 3 tab-separated fields (query, positive, negative), found {}",
+                fields.len()
+            ),
+        ));
+    }
+    let mut column = 1;
+    for (field, name) in fields.iter().zip(FIELDS) {
+        if field.trim().is_empty() {
+            return Err((column, format!("the {name} text is empty")));
+        }
+        column += field.chars().count() + 1;
+    }
+    Ok([fields[0].into(), fields[1].into(), fields[2].into()])
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct JsonTriplet {
+    query: String,
+    positive: String,
+    negative: String,
+}
+
+fn json_line(line: &str) -> std::result::Result<[String; 3], LineError> {
+    let t: JsonTriplet =
+        serde_json::from_str(line).map_err(|e| (e.column().max(1), e.to_string()))?;
+    let fields = [t.query, t.positive, t.negative];
+    for (field, name) in fields.iter().zip(FIELDS) {
+        if field.trim().is_empty() {
+            let column = line.find(&format!("\"{name}\"")).map_or(1, |c| c + 1);
+            return Err((column, format!("the {name} text is empty")));
+        }
+    }
+    Ok(fields)
+}
+
+fn pick<'a>(texts: &'a [String], rows: &[usize]) -> Vec<&'a str> {
+    rows.iter().map(|&r| texts[r].as_str()).collect()
+}
+
+/// Text triplets in a fresh random order each pass, each batch encoded for the model: pairs
+/// `(query, positive)` and `(query, negative)`, or queries and documents apart.
+#[derive(Debug)]
+pub struct TextTripletSampler {
+    triplets: Arc<TextTriplets>,
+    encoding: TextEncoding,
+    pass: ShuffledPass,
+    truncated: Arc<AtomicU64>,
+}
+
+impl TextTripletSampler {
+    /// A sampler over `triplets`, this `shard` of them, shuffled by `rng`, encoded by
+    /// `encoding`.
+    ///
+    /// # Errors
+    /// [`Error::Config`] at `path` when there are fewer triplets than ranks.
+    pub fn new(
+        triplets: TextTriplets,
+        encoding: TextEncoding,
+        rng: Rng,
+        shard: Shard,
+        path: &str,
+    ) -> Result<Self> {
+        Ok(TextTripletSampler {
+            pass: ShuffledPass::new(triplets.len(), rng, shard, path)?,
+            triplets: Arc::new(triplets),
+            encoding,
+            truncated: Arc::new(AtomicU64::new(0)),
+        })
+    }
+
+    /// Texts cut by truncation so far, over this sampler and its forks.
+    pub fn truncated(&self) -> u64 {
+        self.truncated.load(Ordering::Relaxed)
+    }
+}
+
+impl Sampler for TextTripletSampler {
+    fn kind(&self) -> RecordKind {
+        RecordKind::Pairwise
+    }
+
+    fn next_batch(&mut self, size: usize) -> Result<Batch> {
+        let rows: Vec<usize> = (0..size).map(|_| self.pass.next_item()).collect();
+        let t = &self.triplets;
+        let queries = pick(&t.query, &rows);
+        let (positive, cut_p) = self.encoding.encode(&queries, &pick(&t.positive, &rows))?;
+        let (negative, cut_n) = self.encoding.encode(&queries, &pick(&t.negative, &rows))?;
+        self.truncated
+            .fetch_add((cut_p + cut_n) as u64, Ordering::Relaxed);
+        Ok(Batch::Pairwise(PairwiseBatch { positive, negative }))
+    }
+
+    fn position(&self) -> serde_json::Value {
+        pass_position(&self.pass)
+    }
+
+    fn restore(&mut self, position: &serde_json::Value, path: &str) -> Result<()> {
+        restore_pass(&mut self.pass, position, path)
+    }
+
+    fn fork(&self) -> Box<dyn Sampler> {
+        Box::new(TextTripletSampler {
+            triplets: self.triplets.clone(),
+            encoding: self.encoding.clone(),
+            pass: self.pass.clone(),
+            truncated: self.truncated.clone(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn data_error(text: &str, jsonl: bool) -> String {
+        match parse_text_triplets(text, "t.tsv", jsonl).unwrap_err() {
+            e @ Error::Data { .. } => e.to_string(),
+            other => panic!("not a data error: {other}"),
+        }
+    }
+
+    #[test]
+    fn tsv_and_jsonl_read_the_same_triplets() {
+        let tsv = parse_text_triplets(
+            "où est Paris ?\tParis, France\tLe 🍕\n\na\tb\tc\r\n",
+            "t",
+            false,
+        )
+        .unwrap();
+        let jsonl = parse_text_triplets(
+            "{\"query\":\"où est Paris ?\",\"positive\":\"Paris, France\",\"negative\":\"Le 🍕\"}\n\
+             {\"query\":\"a\",\"positive\":\"b\",\"negative\":\"c\"}\n",
+            "t",
+            true,
+        )
+        .unwrap();
+        assert_eq!(tsv, jsonl);
+        assert_eq!(tsv.len(), 2);
+    }
+
+    #[test]
+    fn malformed_lines_name_file_line_and_column() {
+        let err = data_error("a\tb\tc\nonly\ttwo\n", false);
+        assert!(
+            err.starts_with("t.tsv:2:1: expected 3 tab-separated fields"),
+            "{err}"
+        );
+        let err = data_error("é\t \tc\n", false);
+        assert!(
+            err.starts_with("t.tsv:1:3: the positive text is empty"),
+            "{err}"
+        );
+        let err = data_error(
+            "{\"query\": \"a\", \"positive\": 3, \"negative\": \"c\"}\n",
+            true,
+        );
+        assert!(err.starts_with("t.tsv:1:"), "{err}");
+        let err = data_error("\n\n", false);
+        assert!(err.contains("holds no triplet"), "{err}");
+    }
+}

@@ -1,0 +1,262 @@
+use std::path::Path;
+use std::sync::Arc;
+
+use tch::{Kind, Tensor};
+
+use super::config::EncoderSettings;
+use super::encoder::{first_token, masked_mean, EncoderInput};
+use super::model::{HfEncoderModel, HfSequenceClassifier};
+use super::weights::HfWeights;
+use crate::config::{BiEncoderConfig, CrossEncoderConfig, HfEncoderConfig, Pooling, Similarity};
+use crate::data::{EncodedRows, EncodedTexts, ScoreInput, TextEncoding};
+use crate::models::{Model, NamedParameter};
+use crate::rng::Rng;
+use crate::text::TextTokenizer;
+use crate::{Error, Result};
+
+fn input(rows: &EncodedRows) -> EncoderInput {
+    EncoderInput {
+        ids: rows.ids.shallow_clone(),
+        type_ids: Some(rows.type_ids.shallow_clone()),
+        mask: rows.mask.shallow_clone(),
+    }
+}
+
+/// The directory of `encoder`, which must exist (`path` names the config in errors).
+fn directory<'a>(encoder: &'a HfEncoderConfig, path: &str) -> Result<&'a Path> {
+    let dir = Path::new(&encoder.path);
+    if !dir.is_dir() {
+        return Err(Error::config(
+            format!("{path}.path"),
+            format!(
+                "{:?} is not a directory: give a local Hugging Face model directory \
+                 (config.json, model.safetensors, tokenizer.json)",
+                encoder.path
+            ),
+        ));
+    }
+    Ok(dir)
+}
+
+fn tokenizer(encoder: &HfEncoderConfig, max_length: i64, path: &str) -> Result<Arc<TextTokenizer>> {
+    let dir = directory(encoder, path)?;
+    Ok(Arc::new(TextTokenizer::from_dir(dir, max_length as usize)?))
+}
+
+/// How the text model `config` wants its records encoded, with its tokenizers (`None` for
+/// other models); `path` names the model config in errors.
+///
+/// # Errors
+/// [`Error::Config`] for a missing directory; [`Error::Checkpoint`] for a missing or bad
+/// tokenizer.json.
+pub fn text_encoding(
+    config: &crate::config::ModelConfig,
+    path: &str,
+) -> Result<Option<TextEncoding>> {
+    use crate::config::ModelConfig;
+    Ok(match config {
+        ModelConfig::CrossEncoder(c) => Some(TextEncoding::Pairs(tokenizer(
+            &c.encoder,
+            c.max_length,
+            &format!("{path}.encoder"),
+        )?)),
+        ModelConfig::BiEncoder(c) => {
+            let document = tokenizer(&c.encoder, c.max_length, &format!("{path}.encoder"))?;
+            let query = match &c.query_encoder {
+                Some(q) => tokenizer(q, c.max_length, &format!("{path}.query_encoder"))?,
+                None => document.clone(),
+            };
+            Some(TextEncoding::Separate { query, document })
+        }
+        _ => None,
+    })
+}
+
+/// A cross-encoder: `[CLS] query [SEP] document [SEP]` through a pretrained encoder and a
+/// one-label sequence-classification head, whose logit is the score. Parameters carry the
+/// names transformers gives a `…ForSequenceClassification` (`bert.embeddings…`,
+/// `classifier.weight`).
+#[derive(Debug)]
+pub struct CrossEncoder {
+    model: HfSequenceClassifier,
+    training: bool,
+}
+
+impl CrossEncoder {
+    /// Reads the encoder (and its head, when it has a one-label one; otherwise a new head
+    /// drawn from `rng`); `path` names the config in errors.
+    ///
+    /// # Errors
+    /// [`Error::Config`] for a missing directory; [`Error::Checkpoint`] for bad files.
+    pub fn new(config: &CrossEncoderConfig, rng: &mut Rng, path: &str) -> Result<Self> {
+        let dir = directory(&config.encoder, &format!("{path}.encoder"))?;
+        Ok(CrossEncoder {
+            model: HfSequenceClassifier::load(dir, 1, rng)?,
+            training: true,
+        })
+    }
+
+    /// Whether the head came from the directory.
+    pub fn head_loaded(&self) -> bool {
+        self.model.head_loaded()
+    }
+}
+
+impl Model for CrossEncoder {
+    fn forward(&self, input: &ScoreInput) -> Result<Tensor> {
+        match input.encoded("CrossEncoder")? {
+            EncodedTexts::Pairs(rows) => Ok(self
+                .model
+                .logits(&self::input(rows), self.training)?
+                .f_squeeze_dim(-1)?),
+            EncodedTexts::Separate { .. } => Err(Error::config(
+                "learner.model",
+                "CrossEncoder scores (query, document) pairs encoded together, but the data \
+                 encoded them apart (for a BiEncoder)",
+            )),
+        }
+    }
+
+    fn named_parameters(&self) -> Vec<NamedParameter> {
+        self.model.named_parameters()
+    }
+
+    fn share(&mut self, target: &str, source: &str) -> Result<()> {
+        self.model.share(target, source)
+    }
+
+    fn set_training(&mut self, training: bool) {
+        self.training = training;
+    }
+}
+
+/// A bi-encoder: queries and documents embedded apart (one shared encoder, or a query encoder
+/// beside the document encoder), pooled, optionally L2-normalised, and compared. A shared
+/// encoder's parameters carry the base model's names (`embeddings.word_embeddings.weight`, as
+/// sentence-transformers saves them); separate ones are named `query.…` and `document.…`.
+#[derive(Debug)]
+pub struct BiEncoder {
+    document: HfEncoderModel,
+    query: Option<HfEncoderModel>,
+    pooling: Pooling,
+    normalize: bool,
+    similarity: Similarity,
+    training: bool,
+}
+
+fn read_encoder(config: &HfEncoderConfig, prefix: &str, path: &str) -> Result<HfEncoderModel> {
+    let dir = directory(config, path)?;
+    let settings = EncoderSettings::read(dir)?;
+    let weights = HfWeights::read(dir, settings.architecture.base_prefix())?;
+    HfEncoderModel::named(&settings, &weights, prefix)
+}
+
+impl BiEncoder {
+    /// Reads the encoders; `path` names the config in errors.
+    ///
+    /// # Errors
+    /// [`Error::Config`] for a missing directory; [`Error::Checkpoint`] for bad files.
+    pub fn new(config: &BiEncoderConfig, path: &str) -> Result<Self> {
+        let separate = config.query_encoder.is_some();
+        let document = read_encoder(
+            &config.encoder,
+            if separate { "document" } else { "" },
+            &format!("{path}.encoder"),
+        )?;
+        let query = config
+            .query_encoder
+            .as_ref()
+            .map(|q| read_encoder(q, "query", &format!("{path}.query_encoder")))
+            .transpose()?;
+        Ok(BiEncoder {
+            document,
+            query,
+            pooling: config.pooling,
+            normalize: config.normalize,
+            similarity: config.similarity,
+            training: true,
+        })
+    }
+
+    /// One vector per row of `rows`, by the query or the document encoder.
+    ///
+    /// # Errors
+    /// A libtorch error.
+    fn vectors(&self, rows: &EncodedRows, query: bool) -> Result<Tensor> {
+        let encoder = match (&self.query, query) {
+            (Some(q), true) => q,
+            _ => &self.document,
+        };
+        let input = input(rows);
+        let hidden = encoder.hidden(&input, self.training)?;
+        let pooled = match self.pooling {
+            Pooling::Mean => masked_mean(&hidden, &input.mask)?,
+            Pooling::Cls => first_token(&hidden)?,
+        };
+        if self.normalize {
+            normalized(&pooled)
+        } else {
+            Ok(pooled)
+        }
+    }
+}
+
+/// Rows divided by their L2 norm (at least 1e-12, as `torch.nn.functional.normalize`).
+fn normalized(x: &Tensor) -> Result<Tensor> {
+    let norm = x
+        .f_norm_scalaropt_dim(2, [-1i64].as_slice(), true)?
+        .f_clamp_min(1e-12)?;
+    Ok(x.f_div(&norm)?)
+}
+
+impl Model for BiEncoder {
+    fn forward(&self, input: &ScoreInput) -> Result<Tensor> {
+        let EncodedTexts::Separate { query, document } = input.encoded("BiEncoder")? else {
+            return Err(Error::config(
+                "learner.model",
+                "BiEncoder embeds queries and documents apart, but the data encoded them as \
+                 pairs (for a CrossEncoder)",
+            ));
+        };
+        let q = self.vectors(query, true)?;
+        let d = self.vectors(document, false)?;
+        Ok(match self.similarity {
+            Similarity::Dot => {
+                q.f_mul(&d)?
+                    .f_sum_dim_intlist([-1i64].as_slice(), false, None::<Kind>)?
+            }
+            Similarity::Cosine => Tensor::f_cosine_similarity(&q, &d, -1, 1e-8)?,
+        })
+    }
+
+    fn embed(&self, texts: &EncodedRows, query: bool) -> Result<Tensor> {
+        self.vectors(texts, query)
+    }
+
+    fn named_parameters(&self) -> Vec<NamedParameter> {
+        let mut all = self.document.named_parameters();
+        if let Some(q) = &self.query {
+            all.extend(q.named_parameters());
+        }
+        all
+    }
+
+    fn share(&mut self, target: &str, source: &str) -> Result<()> {
+        match &mut self.query {
+            Some(q) if target.starts_with("query.") && source.starts_with("query.") => {
+                q.share(target, source)
+            }
+            Some(_) if target.starts_with("query.") || source.starts_with("query.") => {
+                Err(Error::config(
+                    target,
+                    "BiEncoder shares parameters only within one encoder",
+                ))
+            }
+            _ => self.document.share(target, source),
+        }
+    }
+
+    fn set_training(&mut self, training: bool) {
+        self.training = training;
+    }
+}

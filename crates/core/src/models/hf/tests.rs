@@ -1,0 +1,423 @@
+//! Hugging Face encoders against `transformers` (fixtures from
+//! `scripts/fixtures/gen_hf_tiny.py`): hidden states, mean and pooler outputs, classification
+//! logits; loading with and without prefix, from shards, and refusing bad files.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use tch::{Kind, Tensor};
+
+use super::*;
+use crate::config::tests_support::scratch_dir;
+use crate::models::Model;
+use crate::rng::Rng;
+
+const ARCHITECTURES: [&str; 5] = ["bert", "roberta", "xlm-roberta", "distilbert", "electra"];
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/hf")
+        .join(name)
+}
+
+fn expected(name: &str) -> BTreeMap<String, Tensor> {
+    Tensor::read_safetensors(fixture(name).join("expected.safetensors"))
+        .unwrap()
+        .into_iter()
+        .collect()
+}
+
+fn input(e: &BTreeMap<String, Tensor>) -> EncoderInput {
+    EncoderInput {
+        ids: e["input_ids"].shallow_clone(),
+        type_ids: Some(e["token_type_ids"].shallow_clone()),
+        mask: e["attention_mask"].shallow_clone(),
+    }
+}
+
+fn max_diff(a: &Tensor, b: &Tensor) -> f64 {
+    assert_eq!(a.size(), b.size());
+    a.f_sub(b).unwrap().abs().max().double_value(&[])
+}
+
+/// Hidden states compared on real tokens only (padding rows are meaningless).
+fn hidden_diff(got: &Tensor, want: &Tensor, mask: &Tensor) -> f64 {
+    let keep = mask.ne(0).unsqueeze(-1).expand_as(want);
+    max_diff(&got.masked_select(&keep), &want.masked_select(&keep))
+}
+
+fn tensors_of(name: &str) -> Vec<(String, Tensor)> {
+    Tensor::read_safetensors(fixture(name).join("model.safetensors")).unwrap()
+}
+
+#[test]
+fn hidden_states_and_mean_embeddings_equal_transformers() {
+    for name in ARCHITECTURES {
+        let e = expected(name);
+        let model = HfEncoderModel::load(&fixture(name)).unwrap();
+        let _guard = tch::no_grad_guard();
+        let hidden = model.hidden(&input(&e), false).unwrap();
+        let d = hidden_diff(&hidden, &e["hidden"], &e["attention_mask"]);
+        assert!(d < 1e-5, "{name}: hidden states differ by {d}");
+        let mean = model.mean(&input(&e), false).unwrap();
+        let d = max_diff(&mean, &e["mean"]);
+        assert!(d < 1e-5, "{name}: mean embeddings differ by {d}");
+    }
+}
+
+#[test]
+fn bert_pooler_output_equals_transformers() {
+    let e = expected("bert");
+    let model = HfEncoderModel::load(&fixture("bert")).unwrap();
+    let _guard = tch::no_grad_guard();
+    let pooled = model.pooler_output(&input(&e)).unwrap().unwrap();
+    let d = max_diff(&pooled, &e["pooler"]);
+    assert!(d < 1e-5, "pooler output differs by {d}");
+}
+
+#[test]
+fn classification_logits_equal_transformers_with_the_files_head() {
+    for name in ARCHITECTURES {
+        let e = expected(name);
+        let model = HfSequenceClassifier::load(&fixture(name), 1, &mut Rng::new(0)).unwrap();
+        assert!(model.head_loaded(), "{name}: the head was not read");
+        let _guard = tch::no_grad_guard();
+        let logits = model.logits(&input(&e), false).unwrap();
+        let d = max_diff(&logits, &e["logits"]);
+        assert!(d < 1e-5, "{name}: logits differ by {d}");
+    }
+}
+
+#[test]
+fn parameters_carry_the_names_transformers_saved() {
+    for name in ARCHITECTURES {
+        let model = HfSequenceClassifier::load(&fixture(name), 1, &mut Rng::new(0)).unwrap();
+        let mut ours: Vec<String> = model
+            .named_parameters()
+            .into_iter()
+            .map(|p| p.name)
+            .collect();
+        let mut saved: Vec<String> = tensors_of(name).into_iter().map(|(n, _)| n).collect();
+        ours.sort();
+        saved.sort();
+        assert_eq!(ours, saved, "{name}");
+    }
+}
+
+#[test]
+fn unprefixed_keys_and_extra_buffers_load_the_same_encoder() {
+    let e = expected("roberta");
+    let settings = EncoderSettings::read(&fixture("roberta")).unwrap();
+    let mut stripped: Vec<(String, Tensor)> = tensors_of("roberta")
+        .into_iter()
+        .map(|(n, t)| (n.strip_prefix("roberta.").unwrap_or(&n).to_string(), t))
+        .collect();
+    stripped.push((
+        "embeddings.position_ids".into(),
+        Tensor::arange(66, (Kind::Int64, tch::Device::Cpu)).unsqueeze(0),
+    ));
+    let weights = HfWeights::from_tensors("memory", "roberta", stripped);
+    let model = HfEncoderModel::from_weights(&settings, &weights).unwrap();
+    let _guard = tch::no_grad_guard();
+    let hidden = model.hidden(&input(&e), false).unwrap();
+    assert!(hidden_diff(&hidden, &e["hidden"], &e["attention_mask"]) < 1e-5);
+}
+
+#[test]
+fn sharded_weights_load_through_their_index() {
+    let dir = scratch_dir();
+    std::fs::copy(fixture("bert").join("config.json"), dir.join("config.json")).unwrap();
+    let tensors = tensors_of("bert");
+    let (first, second) = tensors.split_at(tensors.len() / 2);
+    let mut map = serde_json::Map::new();
+    for (part, file) in [
+        (first, "model-1.safetensors"),
+        (second, "model-2.safetensors"),
+    ] {
+        let named: Vec<(&str, &Tensor)> = part.iter().map(|(n, t)| (n.as_str(), t)).collect();
+        Tensor::write_safetensors(&named, dir.join(file)).unwrap();
+        for (n, _) in part {
+            map.insert(n.clone(), file.into());
+        }
+    }
+    let index = serde_json::json!({ "metadata": {}, "weight_map": map });
+    std::fs::write(dir.join("model.safetensors.index.json"), index.to_string()).unwrap();
+    let e = expected("bert");
+    let model = HfSequenceClassifier::load(&dir, 1, &mut Rng::new(0)).unwrap();
+    let _guard = tch::no_grad_guard();
+    let d = max_diff(&model.logits(&input(&e), false).unwrap(), &e["logits"]);
+    assert!(d < 1e-5, "logits from shards differ by {d}");
+
+    std::fs::remove_file(dir.join("model-2.safetensors")).unwrap();
+    let err = HfEncoderModel::load(&dir).unwrap_err().to_string();
+    assert!(err.contains("model-2.safetensors"), "{err}");
+}
+
+#[test]
+fn a_missing_or_misshaped_weight_is_refused_by_name() {
+    let settings = EncoderSettings::read(&fixture("electra")).unwrap();
+    let without: Vec<(String, Tensor)> = tensors_of("electra")
+        .into_iter()
+        .filter(|(n, _)| n != "electra.encoder.layer.1.output.dense.bias")
+        .collect();
+    let weights = HfWeights::from_tensors("electra-file", "electra", without);
+    let err = HfEncoderModel::from_weights(&settings, &weights)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("electra-file"), "{err}");
+    assert!(err.contains("encoder.layer.1.output.dense.bias"), "{err}");
+
+    let mut wider = settings.clone();
+    wider.intermediate_size += 1;
+    let weights = HfWeights::from_tensors("electra-file", "electra", tensors_of("electra"));
+    let err = HfEncoderModel::from_weights(&wider, &weights)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("\"electra.encoder.layer.0.intermediate.dense.weight\" has shape [37, 32]"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_head_for_another_label_count_is_replaced_by_a_seeded_new_one() {
+    let e = expected("distilbert");
+    let draw =
+        |seed| HfSequenceClassifier::load(&fixture("distilbert"), 3, &mut Rng::new(seed)).unwrap();
+    let (a, b, c) = (draw(7), draw(7), draw(8));
+    assert!(!a.head_loaded());
+    let _guard = tch::no_grad_guard();
+    let logits = |m: &HfSequenceClassifier| m.logits(&input(&e), false).unwrap();
+    assert_eq!(logits(&a).size(), vec![e["input_ids"].size()[0], 3]);
+    assert_eq!(max_diff(&logits(&a), &logits(&b)), 0.0);
+    assert!(max_diff(&logits(&a), &logits(&c)) > 1e-4);
+}
+
+#[test]
+fn a_base_bert_file_gets_a_new_pooler_and_head() {
+    let settings = EncoderSettings::read(&fixture("bert")).unwrap();
+    let base: Vec<(String, Tensor)> = tensors_of("bert")
+        .into_iter()
+        .filter(|(n, _)| n.starts_with("bert.") && !n.starts_with("bert.pooler"))
+        .collect();
+    let weights = HfWeights::from_tensors("memory", "bert", base);
+    let model =
+        HfSequenceClassifier::from_weights(&settings, &weights, 1, &mut Rng::new(0)).unwrap();
+    assert!(!model.head_loaded());
+    let names: Vec<String> = model
+        .named_parameters()
+        .into_iter()
+        .map(|p| p.name)
+        .collect();
+    assert!(names.contains(&"bert.pooler.dense.weight".to_string()));
+    assert!(names.contains(&"classifier.weight".to_string()));
+}
+
+#[test]
+fn dropout_acts_only_in_training() {
+    let e = expected("bert");
+    let model = HfEncoderModel::load(&fixture("bert")).unwrap();
+    let _guard = tch::no_grad_guard();
+    tch::manual_seed(0);
+    let train = model.hidden(&input(&e), true).unwrap();
+    let eval = model.hidden(&input(&e), false).unwrap();
+    assert!(hidden_diff(&train, &eval, &e["attention_mask"]) > 1e-3);
+}
+
+#[test]
+fn a_directory_without_config_names_the_file() {
+    let dir = scratch_dir();
+    let err = HfEncoderModel::load(&dir).unwrap_err().to_string();
+    assert!(err.contains("config.json"), "{err}");
+    std::fs::copy(fixture("bert").join("config.json"), dir.join("config.json")).unwrap();
+    let err = HfEncoderModel::load(&dir).unwrap_err().to_string();
+    assert!(err.contains("no model.safetensors"), "{err}");
+}
+
+// ---- training through the learner ----
+
+/// Template triplets: the positive document mentions the query's topic word, the negative one
+/// an off-topic word.
+fn write_text_triplets(dir: &Path, n: usize, seed: u64) -> PathBuf {
+    const TOPICS: [&str; 8] = [
+        "paris", "tokyo", "river", "mountain", "train", "model", "city", "capital",
+    ];
+    const OFF_TOPIC: [&str; 4] = ["love", "word", "gaps", "spaced"];
+    const FILLER: [&str; 8] = ["the", "is", "a", "of", "what", "many", "things", "detail"];
+    let mut rng = Rng::new(seed);
+    let mut lines = String::new();
+    for _ in 0..n {
+        let topic = TOPICS[rng.below(TOPICS.len())];
+        let other = OFF_TOPIC[rng.below(OFF_TOPIC.len())];
+        let mut doc = |word: &str| {
+            let mut words: Vec<&str> = (0..6).map(|_| FILLER[rng.below(FILLER.len())]).collect();
+            words.insert(rng.below(7), word);
+            words.join(" ")
+        };
+        let (positive, negative) = (doc(topic), doc(other));
+        lines.push_str(&format!("what about {topic}\t{positive}\t{negative}\n"));
+    }
+    let path = dir.join(format!("triplets-{seed}.tsv"));
+    std::fs::write(&path, lines).unwrap();
+    path
+}
+
+fn text_learner_json(model: &str, triplets: &Path, dir: &Path, steps: u64, lr: f64) -> String {
+    format!(
+        r#"{{"__xpmtype__":"xpm_torch.learner.Learner",
+        "random":{{"__xpmtype__":"xpm_torch.base.Random","seed":3}},
+        "trainer":{{"__xpmtype__":"xpm_torch.trainers.LossTrainer",
+            "hooks":[{{"__xpmtype__":"xpm_torch.losses.pairwise.HingeLoss","weight":1.0,"margin":1.0}}],
+            "batcher":{{"__xpmtype__":"xpm_torch.batchers.Batcher"}},
+            "sampler":{{"__xpmtype__":"xpm_torch.samplers.TextTripletSampler",
+                "triplets":{{"__xpmtype__":"xpm_torch.data.TextTripletFile","id":"topics","path":"{triplets}"}}}},
+            "batch_size":16,"num_workers":1}},
+        "model":{model},
+        "max_epochs":2,"steps_per_epoch":{steps},
+        "optimizers":[{{"__xpmtype__":"xpm_torch.optim.ParameterOptimizer",
+            "optimizer":{{"__xpmtype__":"xpm_torch.optim.Adam","lr":{lr},"weight_decay":0.0,"eps":1e-8,"betas":[0.9,0.999]}},
+            "filter":{{"__xpmtype__":"xpm_torch.optim.ParameterFilter"}}}}],
+        "listeners":[],
+        "checkpoint_interval":2,"logpath":"{dir}/runs","checkpointspath":"{dir}/checkpoints","hooks":[],
+        "fabric_config":{{"__xpmtype__":"xpm_torch.configuration.FabricConfiguration","precision":"32-true",
+            "num_nodes":1,"devices":"auto","strategy":"auto","accelerator":"auto"}}}}"#,
+        triplets = triplets.display(),
+        dir = dir.display(),
+    )
+}
+
+fn encoder_json(name: &str) -> String {
+    format!(
+        r#"{{"__xpmtype__":"xpm_torch.models.HFEncoder","id":"tiny-{name}","path":"{}"}}"#,
+        fixture(name).display()
+    )
+}
+
+fn strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+/// Trains `model` on topic triplets, then scores held-out ones with the learned weights.
+fn held_out_accuracy(model_json: &str, lr: f64) -> (Vec<f64>, f64, Vec<String>) {
+    use crate::config::{parse_learner, ModelConfig};
+    use crate::learner::{learn, NoObserver};
+    let dir = scratch_dir();
+    let train = write_text_triplets(&dir, 400, 1);
+    let config = parse_learner(&text_learner_json(model_json, &train, &dir, 40, lr)).unwrap();
+    let out = learn(
+        &config,
+        &mut NoObserver,
+        &std::sync::atomic::AtomicBool::new(false),
+    )
+    .unwrap();
+    let losses: Vec<f64> = out.epochs.iter().map(|e| e.loss).collect();
+
+    let model_config: ModelConfig = serde_json::from_str(model_json).unwrap();
+    let mut model = crate::models::build(&model_config, &mut Rng::new(9), "model").unwrap();
+    crate::models::load_weights(
+        model.as_ref(),
+        Path::new(out.learned_model.as_ref().unwrap()),
+    )
+    .unwrap();
+    model.set_training(false);
+    let encoding = text_encoding(&model_config, "model").unwrap().unwrap();
+    let held_out = crate::config::TextTripletFileConfig {
+        id: "held-out".into(),
+        path: write_text_triplets(&dir, 100, 2).display().to_string(),
+        format: None,
+    };
+    let t = crate::data::read_text_triplets(&held_out, "data").unwrap();
+    let _guard = tch::no_grad_guard();
+    let (pos, _) = encoding
+        .encode(&strs(&t.query), &strs(&t.positive))
+        .unwrap();
+    let (neg, _) = encoding
+        .encode(&strs(&t.query), &strs(&t.negative))
+        .unwrap();
+    let wins = model
+        .forward(&pos)
+        .unwrap()
+        .gt_tensor(&model.forward(&neg).unwrap())
+        .to_kind(Kind::Float)
+        .mean(Kind::Float)
+        .double_value(&[]);
+    let names = model
+        .named_parameters()
+        .into_iter()
+        .map(|p| p.name)
+        .collect();
+    (losses, wins, names)
+}
+
+#[test]
+fn a_cross_encoder_learns_text_triplets_with_a_new_head() {
+    // The fixture's head has one label; strip it so the head starts new from the seed.
+    let dir = scratch_dir();
+    for file in ["config.json", "tokenizer.json"] {
+        std::fs::copy(fixture("bert").join(file), dir.join(file)).unwrap();
+    }
+    let base: Vec<(String, Tensor)> = tensors_of("bert")
+        .into_iter()
+        .filter(|(n, _)| !n.starts_with("classifier."))
+        .collect();
+    let named: Vec<(&str, &Tensor)> = base.iter().map(|(n, t)| (n.as_str(), t)).collect();
+    Tensor::write_safetensors(&named, dir.join("model.safetensors")).unwrap();
+    let model = format!(
+        r#"{{"__xpmtype__":"xpm_torch.models.CrossEncoder","encoder":{{"__xpmtype__":"xpm_torch.models.HFEncoder","id":"tiny-bert-base","path":"{}"}},"max_length":24}}"#,
+        dir.display()
+    );
+    let (losses, accuracy, names) = held_out_accuracy(&model, 0.003);
+    assert!(losses[1] < losses[0], "{losses:?}");
+    assert!(accuracy >= 0.9, "held-out pairwise accuracy {accuracy}");
+    assert!(names.contains(&"classifier.weight".to_string()));
+    assert!(names.contains(&"bert.embeddings.word_embeddings.weight".to_string()));
+}
+
+#[test]
+fn a_bi_encoder_learns_text_triplets() {
+    let model = format!(
+        r#"{{"__xpmtype__":"xpm_torch.models.BiEncoder","encoder":{},"pooling":"mean","normalize":true,"similarity":"dot","max_length":16}}"#,
+        encoder_json("bert")
+    );
+    let (losses, accuracy, names) = held_out_accuracy(&model, 0.003);
+    assert!(losses[1] < losses[0], "{losses:?}");
+    assert!(accuracy >= 0.9, "held-out pairwise accuracy {accuracy}");
+    assert!(names.contains(&"embeddings.word_embeddings.weight".to_string()));
+}
+
+#[test]
+fn text_models_refuse_other_inputs_and_missing_directories() {
+    let model = CrossEncoder::new(
+        &serde_json::from_str(&format!(
+            r#"{{"encoder":{},"max_length":16}}"#,
+            encoder_json("bert")
+        ))
+        .unwrap(),
+        &mut Rng::new(0),
+        "learner.model",
+    )
+    .unwrap();
+    assert!(model.head_loaded());
+    let err = model
+        .forward(&crate::data::ScoreInput::Features(Tensor::zeros(
+            [1, 3],
+            (Kind::Float, tch::Device::Cpu),
+        )))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("CrossEncoder scores texts encoded by its tokenizer"),
+        "{err}"
+    );
+    let err = BiEncoder::new(
+        &serde_json::from_str(
+            r#"{"encoder":{"__xpmtype__":"xpm_torch.models.HFEncoder","id":"x","path":"no/such/dir"},
+                "pooling":"cls","normalize":false,"similarity":"cosine","max_length":16}"#,
+        )
+        .unwrap(),
+        "learner.model",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.starts_with("learner.model.encoder.path:"), "{err}");
+}

@@ -1,0 +1,152 @@
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+
+import { describe, expect, it } from "vitest";
+
+import {
+  Adam,
+  BiEncoder,
+  CrossEncoder,
+  HFEncoder,
+  HingeLoss,
+  Learner,
+  LossTrainer,
+  ParameterOptimizer,
+  Random,
+  TextTripletFile,
+  TextTripletSampler,
+  XpmTorchError,
+  learn,
+  loadModel,
+  type LearnerConfig,
+} from "../ts/index.js";
+import { readSafetensors } from "./helpers/safetensors.js";
+
+const TINY_BERT = resolve("crates/core/tests/fixtures/hf/bert");
+const TOPICS = ["paris", "tokyo", "river", "mountain", "train", "model", "city", "capital"];
+const OFF_TOPIC = ["love", "word", "gaps", "spaced"];
+const FILLER = ["the", "is", "a", "of", "what", "many", "things", "detail"];
+
+/** Template triplets: the positive document mentions the query's topic, the negative does not. */
+function writeTriplets(dir: string, count: number): string {
+  let state = 7;
+  const pick = <T>(items: readonly T[]): T => {
+    state = (state * 1103515245 + 12345) % 2147483648;
+    return items[state % items.length]!;
+  };
+  const doc = (word: string) => [...Array.from({ length: 6 }, () => pick(FILLER)), word].join(" ");
+  const lines = Array.from({ length: count }, () => {
+    const topic = pick(TOPICS);
+    return `what about ${topic}\t${doc(topic)}\t${doc(pick(OFF_TOPIC))}`;
+  });
+  const file = join(dir, "topics.tsv");
+  writeFileSync(file, lines.join("\n") + "\n");
+  return file;
+}
+
+function learner(model: LearnerConfig["model"], triplets: string): LearnerConfig {
+  return Learner.C({
+    random: Random.C({ seed: 3 }),
+    model,
+    trainer: LossTrainer.C({
+      hooks: [HingeLoss.C({ margin: 1 })],
+      sampler: TextTripletSampler.C({ triplets: TextTripletFile.C({ id: "topics", path: triplets }) }),
+      batch_size: 16,
+      num_workers: 1,
+    }),
+    optimizers: [ParameterOptimizer.C({ optimizer: Adam.C({ lr: 0.003 }) })],
+    max_epochs: 2,
+    steps_per_epoch: 20,
+    listeners: [],
+  });
+}
+
+describe("pretrained text models through the binding", () => {
+  const dir = mkdtempSync(join(tmpdir(), "xpm-text-"));
+  const triplets = writeTriplets(dir, 300);
+  const encoder = HFEncoder.C({ id: "tiny-bert", path: TINY_BERT });
+
+  it("trains a cross-encoder on text triplets, saving Hugging Face parameter names", async () => {
+    const result = await learn(learner(CrossEncoder.C({ encoder, max_length: 24 }), triplets), { workspace: join(dir, "ws-cross") });
+    const losses = result.epochs.map((e) => e.loss);
+    expect(losses[1]!).toBeLessThan(losses[0]!);
+    const saved = readSafetensors(result.learned_model!);
+    expect(saved.has("bert.embeddings.word_embeddings.weight")).toBe(true);
+    expect(saved.get("classifier.weight")!.shape).toEqual([1, 32]);
+  });
+
+  it("trains a bi-encoder sharing one encoder", async () => {
+    const result = await learn(learner(BiEncoder.C({ encoder, max_length: 16 }), triplets), { workspace: join(dir, "ws-bi") });
+    const losses = result.epochs.map((e) => e.loss);
+    expect(losses[1]!).toBeLessThan(losses[0]!);
+    expect(readSafetensors(result.learned_model!).has("embeddings.word_embeddings.weight")).toBe(true);
+  });
+
+  it("names a missing model directory by its config path", async () => {
+    const missing = HFEncoder.C({ id: "nowhere", path: join(dir, "no-such-model") });
+    await expect(learn(learner(CrossEncoder.C({ encoder: missing }), triplets), { workspace: join(dir, "ws-missing") })).rejects.toThrow(
+      /learner\.model\.encoder\.path/,
+    );
+    await expect(learn(learner(CrossEncoder.C({ encoder: missing }), triplets), { workspace: join(dir, "ws-missing2") })).rejects.toBeInstanceOf(
+      XpmTorchError,
+    );
+  });
+});
+
+describe("loading a trained text model", () => {
+  const dir = mkdtempSync(join(tmpdir(), "xpm-text-load-"));
+  const triplets = writeTriplets(dir, 200);
+  const encoder = HFEncoder.C({ id: "tiny-bert", path: TINY_BERT });
+
+  it("scores text pairs with a cross-encoder as training did, off the JavaScript thread", async () => {
+    const model = CrossEncoder.C({ encoder, max_length: 24 });
+    const result = await learn(learner(model, triplets), { workspace: join(dir, "ws") });
+    const trained = loadModel(result.learned_model!, { model, device: "cpu" });
+    const pending = trained.score([
+      { query: "what about paris", document: "the city of paris is a capital" },
+      { query: "what about paris", document: "the love of many things" },
+      { query: "", document: "" },
+    ]);
+    expect(pending).toBeInstanceOf(Promise);
+    const scores = await pending;
+    expect(scores).toHaveLength(3);
+    expect(scores[0]!).toBeGreaterThan(scores[1]!);
+    await expect(trained.embed(["paris"])).rejects.toThrow(/embed\(\) needs a BiEncoder/);
+
+    // Saved as a Hugging Face directory, it loads back with its one-label head and scores the same.
+    const saved = join(dir, "hf-cross");
+    trained.saveHuggingFace(saved);
+    const config = JSON.parse(readFileSync(join(saved, "config.json"), "utf8")) as Record<string, unknown>;
+    expect(config.architectures).toEqual(["BertForSequenceClassification"]);
+    expect(config.num_labels).toBe(1);
+    expect(existsSync(join(saved, "tokenizer.json"))).toBe(true);
+    const reopened = loadModel(CrossEncoder.C({ encoder: HFEncoder.C({ id: "tiny-bert-tuned", path: saved }), max_length: 24 }), { device: "cpu" });
+    const again = await reopened.score([
+      { query: "what about paris", document: "the city of paris is a capital" },
+      { query: "what about paris", document: "the love of many things" },
+      { query: "", document: "" },
+    ]);
+    again.forEach((s, i) => expect(s).toBeCloseTo(scores[i]!, 5));
+    expect(() => trained.saveHuggingFace(saved)).toThrow(/exists/);
+  });
+
+  it("embeds texts with a bi-encoder: normalised mean vectors whose dot products are its scores", async () => {
+    const model = BiEncoder.C({ encoder, max_length: 16 });
+    const result = await learn(learner(model, triplets), { workspace: join(dir, "ws-bi") });
+    const trained = loadModel(result.learned_model!, { model, device: "cpu" });
+    const [q, d] = await trained.embed(["what about tokyo", "the tokyo train"]);
+    expect(q!).toHaveLength(32);
+    const norm = Math.hypot(...q!);
+    expect(norm).toBeCloseTo(1, 5);
+    const dot = q!.reduce((sum, v, i) => sum + v * d![i]!, 0);
+    const [score] = await trained.score([{ query: "what about tokyo", document: "the tokyo train" }]);
+    expect(score!).toBeCloseTo(dot, 5);
+
+    const saved = join(dir, "hf-bi");
+    trained.saveHuggingFace(saved);
+    const reopened = loadModel(BiEncoder.C({ encoder: HFEncoder.C({ id: "tiny-bert-bi", path: saved }), max_length: 16 }), { device: "cpu" });
+    const [q2] = await reopened.embed(["what about tokyo"]);
+    q2!.forEach((v, i) => expect(v).toBeCloseTo(q![i]!, 5));
+  });
+});
