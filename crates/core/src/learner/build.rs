@@ -22,7 +22,8 @@ use crate::config::{
 use crate::data::{
     js_dataset, load_triplets, read_letor, read_text_triplets, synthetic_ltr, BatchSource,
     BatchwiseSampler, JsData, JsSampler, LtrDataset, PairwiseSampler, PointwiseSampler, RecordKind,
-    Sampler, ScoreInput, Shard, SlateSampler, TextEncoding, TextTripletSampler, TokenTripletSampler,
+    Sampler, ScoreInput, Shard, SlateSampler, TextEncoding, TextTripletSampler,
+    TokenTripletSampler,
 };
 use crate::losses::batchwise::{
     CrossEntropyLoss as BatchwiseCrossEntropyLoss, SoftmaxCrossEntropy,
