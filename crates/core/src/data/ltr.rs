@@ -39,6 +39,19 @@ impl LtrDataset {
         pairs
     }
 
+    /// The `(start, end)` document ranges of the queries that hold at least `min_docs` documents
+    /// of at least two grades (the only ones a ranking loss learns from).
+    pub fn graded_queries(&self, min_docs: usize) -> Vec<(usize, usize)> {
+        self.query_bounds
+            .windows(2)
+            .map(|q| (q[0], q[1]))
+            .filter(|&(start, end)| {
+                let grades = &self.relevance[start..end];
+                end - start >= min_docs && grades.iter().any(|&g| g != grades[0])
+            })
+            .collect()
+    }
+
     /// The feature matrix as a `num_docs × num_features` float tensor on the CPU.
     ///
     /// # Errors
@@ -53,6 +66,18 @@ impl LtrDataset {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn graded_queries_need_two_grades_and_enough_documents() {
+        let data = LtrDataset {
+            features: vec![0.0; 7],
+            num_features: 1,
+            relevance: vec![1, 0, 2, 2, 1, 0, 0],
+            query_bounds: vec![0, 2, 4, 7],
+        };
+        assert_eq!(data.graded_queries(0), vec![(0, 2), (4, 7)]);
+        assert_eq!(data.graded_queries(3), vec![(4, 7)]);
+    }
 
     #[test]
     fn pairs_stay_within_queries_and_follow_grades() {

@@ -208,15 +208,7 @@ impl BatchwiseSampler {
                 "must be at least 2 (a relevant document and another)",
             ));
         }
-        let queries: Vec<(usize, usize)> = dataset
-            .query_bounds
-            .windows(2)
-            .map(|q| (q[0], q[1]))
-            .filter(|&(start, end)| {
-                let grades = &dataset.relevance[start..end];
-                end - start >= group_size && grades.iter().any(|&g| g != grades[0])
-            })
-            .collect();
+        let queries = dataset.graded_queries(group_size);
         if queries.is_empty() {
             return Err(Error::config(
                 path,

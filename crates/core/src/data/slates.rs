@@ -46,15 +46,7 @@ impl SlateSampler {
                 "must be at least 2 (a relevant document and another)",
             ));
         }
-        let queries: Vec<(usize, usize)> = dataset
-            .query_bounds
-            .windows(2)
-            .map(|q| (q[0], q[1]))
-            .filter(|&(start, end)| {
-                let grades = &dataset.relevance[start..end];
-                grades.iter().any(|&g| g != grades[0])
-            })
-            .collect();
+        let queries = dataset.graded_queries(0);
         let Some(longest) = queries.iter().map(|(start, end)| end - start).max() else {
             return Err(Error::config(
                 path,
