@@ -128,16 +128,7 @@ impl TrainedModel {
         documents: &[String],
         batch_size: usize,
     ) -> Result<Vec<f32>> {
-        if queries.len() != documents.len() {
-            return Err(Error::config(
-                "records",
-                format!(
-                    "{} queries but {} documents",
-                    queries.len(),
-                    documents.len()
-                ),
-            ));
-        }
+        same_count(queries.len(), documents.len())?;
         let encoding = self.encoding()?;
         let mut scores = Vec::with_capacity(queries.len());
         for (q, d) in queries
@@ -237,21 +228,23 @@ pub fn features_input(values: &[f32], rows: usize, width: usize) -> Result<Score
     ))
 }
 
+/// Refuses query and document lists of different lengths.
+fn same_count(queries: usize, documents: usize) -> Result<()> {
+    if queries == documents {
+        return Ok(());
+    }
+    Err(Error::config(
+        "records",
+        format!("{queries} queries but {documents} documents"),
+    ))
+}
+
 /// (query, document) token-id pairs as model input (0 is padding).
 ///
 /// # Errors
 /// [`Error::Config`] (path `records`) for unequal counts or an empty sequence; a libtorch error.
 pub fn text_input(queries: &[Vec<i64>], documents: &[Vec<i64>]) -> Result<ScoreInput> {
-    if queries.len() != documents.len() {
-        return Err(Error::config(
-            "records",
-            format!(
-                "{} queries but {} documents",
-                queries.len(),
-                documents.len()
-            ),
-        ));
-    }
+    same_count(queries.len(), documents.len())?;
     let table = |rows: &[Vec<i64>], what: &str| -> Result<TokenTable> {
         let mut table = TokenTable::new();
         for (i, row) in rows.iter().enumerate() {
