@@ -108,6 +108,8 @@ export const SAMPLES: Record<string, () => object> = {
     c.MultipleTrainer.C({ trainers: { main: lossTrainer(), aux: lossTrainer() }, hooks: [hinge()] }),
   "xpm_torch.optim.SGD": () => c.SGD.C({ lr: 0.1, weight_decay: 0.01 }),
   "xpm_torch.optim.Adam": () => c.Adam.C({ lr: 0.02, weight_decay: 0.001, eps: 1e-7, betas: [0.5, 0.9] }),
+  "xpm_torch.optim.Adafactor": () =>
+    c.Adafactor.C({ lr: 0.01, relative_step: false, weight_decay: 0.1, eps: [1e-20, 1e-2], clip_threshold: 0.5, decay_rate: -0.6, beta1: 0.9, scale_parameter: false }),
   "xpm_torch.optim.AdamW": () => c.AdamW.C({ lr: 0.03, weight_decay: 0.2, eps: 1e-9, betas: [0.7, 0.99] }),
   "xpm_torch.schedulers.LinearWithWarmup": () => c.LinearWithWarmup.C({ num_warmup_steps: 100, min_factor: 0.1 }),
   "xpm_torch.schedulers.CosineWithWarmup": () => c.CosineWithWarmup.C({ num_warmup_steps: 5, num_cycles: 2 }),
@@ -136,6 +138,7 @@ export const SAMPLES: Record<string, () => object> = {
   "xpm_torch.models.DRMM": () => c.DRMM.C({ vocab_size: 300, dim: 12, bins: 11, hidden_dims: [6, 3] }),
   "xpm_torch.models.TransformerCrossEncoder": () =>
     c.TransformerCrossEncoder.C({ vocab_size: 300, dim: 16, heads: 4, layers: 2, ffn_dim: 32, max_length: 64, dropout: 0.05 }),
+  "xpm_torch.models.SigmoidOutput": () => c.SigmoidOutput.C({ model: c.Linear.C({ input_dim: 3 }), output: "log-probability" }),
   "xpm_torch.models.TorchScriptModel": () => c.TorchScriptModel.C({ id: "scripted", path: "/models/m.pt", input: "text" }),
   "xpm_torch.data.SyntheticLtrDataset": () => dataset(5),
   "xpm_torch.data.LetorDataset": () => c.LetorDataset.C({ id: "mslr/fold1/train", path: "/data/train.txt", num_features: 136 }),

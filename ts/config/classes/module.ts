@@ -1,6 +1,6 @@
 import { configOf, defineConfig } from "../class.js";
 import { param } from "../declare.js";
-import { dict, path, str } from "../types.js";
+import { dict, literal, path, str } from "../types.js";
 import { Module } from "./base.js";
 import { CheckpointSettings } from "./learner.js";
 import { ValidationSettings } from "./validation.js";
@@ -45,4 +45,20 @@ export const MultipleModel = defineConfig(
       }
     },
   },
+);
+
+/**
+ * `xpm_torch.models.SigmoidOutput` (ours): the scores of `model`, read as logits, through a
+ * sigmoid — probabilities (`output: "probability"`) or their logarithms (`"log-probability"`,
+ * computed as a log-sigmoid). The losses read them so: the batchwise CrossEntropyLoss needs
+ * probabilities, PointwiseCrossEntropyLoss and SoftmaxCrossEntropy take their probability
+ * branches. It adds no parameter and keeps the model's parameter names.
+ */
+export const SigmoidOutput = defineConfig(
+  "xpm_torch.models.SigmoidOutput",
+  {
+    model: param(configOf(Module)).help("The model whose scores are logits"),
+    output: param(literal(["probability", "log-probability"])).help("What the scores become"),
+  },
+  { extends: Module },
 );

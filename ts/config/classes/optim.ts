@@ -1,6 +1,6 @@
 import { configOf, defineConfig } from "../class.js";
 import { param } from "../declare.js";
-import { float, int, list, str } from "../types.js";
+import { bool, float, int, list, str } from "../types.js";
 import { Module } from "./base.js";
 
 const lr = (value: number) => param(float((s) => s.gt(0))).default(value, { ignoreDefault: true });
@@ -34,6 +34,38 @@ export const AdamW = defineConfig(
     extends: Optimizer,
     validate(v, issue) {
       if (v.betas.length !== 2) issue("betas", "needs exactly two values");
+    },
+  },
+);
+
+/**
+ * `xpm_torch.optim.Adafactor`: Adafactor as the `transformers` library implements it (the class
+ * the Python library builds). Without `lr`, step sizes are relative (`relative_step`, the
+ * default): `min(1e-2, 1/√t)` at a parameter's step `t` (`warmup_init`: `min(1e-6·t, 1/√t)`),
+ * times the parameter's root mean square (`scale_parameter`). `lr`, `weight_decay` and
+ * `relative_step` are Python's parameters; the others (ours) carry transformers' defaults and
+ * are left out of identifiers at those defaults.
+ */
+export const Adafactor = defineConfig(
+  "xpm_torch.optim.Adafactor",
+  {
+    lr: param(float((s) => s.gt(0))).optional().help("A fixed learning rate (needs relative_step: false)"),
+    weight_decay: decay(0),
+    relative_step: param(bool()).default(true, { ignoreDefault: true }).help("Step sizes from the step count instead of lr"),
+    eps: param(list(float((s) => s.min(0)))).default([1e-30, 1e-3], { ignoreDefault: true }).help("Added to squared gradients; floor of a parameter's scale"),
+    clip_threshold: param(float((s) => s.gt(0))).default(1, { ignoreDefault: true }).help("Largest root mean square of an update"),
+    decay_rate: param(float((s) => s.max(0))).default(-0.8, { ignoreDefault: true }).help("Second moments keep 1 − t^decay_rate of the past"),
+    beta1: param(beta()).optional().help("Running average of the updates (none by default)"),
+    scale_parameter: param(bool()).default(true, { ignoreDefault: true }).help("Step sizes times the parameter's root mean square"),
+    warmup_init: param(bool()).default(false, { ignoreDefault: true }).help("Relative step sizes growing as 1e-6·t"),
+  },
+  {
+    extends: Optimizer,
+    validate(v, issue) {
+      if (v.lr !== undefined && v.relative_step) issue("lr", "cannot be combined with relative_step: true; set relative_step: false to use a fixed lr");
+      if (v.lr === undefined && !v.relative_step) issue("lr", "is needed when relative_step is false");
+      if (v.warmup_init && !v.relative_step) issue("warmup_init", "needs relative_step: true");
+      if (v.eps.length !== 2) issue("eps", "needs exactly two values");
     },
   },
 );

@@ -63,6 +63,8 @@ config_enum! {
         Adam(AdamConfig) = "xpm_torch.optim.Adam",
         /// An optimizer.
         AdamW(AdamConfig) = "xpm_torch.optim.AdamW",
+        /// An optimizer.
+        Adafactor(AdafactorConfig) = "xpm_torch.optim.Adafactor",
         /// A schedule.
         LinearWithWarmup(LinearWithWarmupConfig) = "xpm_torch.schedulers.LinearWithWarmup",
         /// A schedule.
@@ -115,6 +117,8 @@ config_enum! {
         CrossEncoder(CrossEncoderConfig) = "xpm_torch.models.CrossEncoder",
         /// A model.
         BiEncoder(BiEncoderConfig) = "xpm_torch.models.BiEncoder",
+        /// A model.
+        SigmoidOutput(SigmoidOutputConfig) = "xpm_torch.models.SigmoidOutput",
         /// A pretrained encoder.
         HfEncoder(HfEncoderConfig) = "xpm_torch.models.HFEncoder",
         /// A dataset.

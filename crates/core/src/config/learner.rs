@@ -40,6 +40,14 @@ pub struct LearnerConfig {
     /// Epoch checkpoints kept besides the listeners' best epochs (None: all).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint_keep: Option<u64>,
+    /// Loaders applied to the fresh model before training, in order (experimaestro's init
+    /// tasks, which enter the Learner's identifier but are none of its parameters).
+    #[serde(
+        default,
+        rename = "__init_tasks__",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub init_tasks: Vec<Typed<super::ModuleLoaderConfig>>,
 }
 
 /// `xpm_torch.base.Random`.

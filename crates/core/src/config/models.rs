@@ -27,7 +27,19 @@ config_enum! {
         CrossEncoder(super::CrossEncoderConfig) = "xpm_torch.models.CrossEncoder",
         /// `xpm_torch.models.BiEncoder`.
         BiEncoder(super::BiEncoderConfig) = "xpm_torch.models.BiEncoder",
+        /// `xpm_torch.models.SigmoidOutput`.
+        Sigmoid(SigmoidOutputConfig) = "xpm_torch.models.SigmoidOutput",
     }
+}
+
+/// Another model's scores through a sigmoid: probabilities, or their logarithms.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SigmoidOutputConfig {
+    /// The model whose real-valued scores are read as logits.
+    pub model: Box<ModelConfig>,
+    /// `probability` (sigmoid) or `log-probability` (log-sigmoid).
+    pub output: crate::losses::OutputType,
 }
 
 /// Several named models trained together; `scorer` names the one that scores.
@@ -243,12 +255,39 @@ impl ModelConfig {
             }
             ModelConfig::CrossEncoder(c) => super::text::check_max_length(c.max_length, path),
             ModelConfig::BiEncoder(c) => super::text::check_max_length(c.max_length, path),
+            ModelConfig::Sigmoid(c) => {
+                if c.output == crate::losses::OutputType::Real {
+                    return Err(Error::config(
+                        format!("{path}.output"),
+                        "must be \"probability\" or \"log-probability\": the wrapped model already scores with real values",
+                    ));
+                }
+                c.model.validate(&format!("{path}.model"))
+            }
             ModelConfig::Multiple(c) => {
                 c.check(path)?;
                 c.models
                     .iter()
                     .try_for_each(|(name, m)| m.validate(&format!("{path}.models.{name}")))
             }
+        }
+    }
+}
+
+impl ModelConfig {
+    /// The prefix of this model's parameter names that `part` owns when `part` is this model
+    /// (`""`), the model a SigmoidOutput wraps (`""`: it keeps the names) or an entry of a
+    /// MultipleModel (`"<name>."`); `None` when `part` is none of them.
+    pub fn prefix_of(&self, part: &ModelConfig) -> Option<String> {
+        if self == part {
+            return Some(String::new());
+        }
+        match self {
+            ModelConfig::Sigmoid(c) => c.model.prefix_of(part),
+            ModelConfig::Multiple(c) => c.models.iter().find_map(|(name, entry)| {
+                entry.prefix_of(part).map(|inner| format!("{name}.{inner}"))
+            }),
+            _ => None,
         }
     }
 }

@@ -1,6 +1,6 @@
 use serde::{Deserialize, Serialize};
 
-use super::tagged::config_enum;
+use super::tagged::{config_enum, config_types};
 use super::{CheckpointSettings, ModelConfig, ValidationSettings};
 
 /// `xpm_torch.module.SimpleModuleLoader`: a model and the weights file to load into it.
@@ -25,4 +25,8 @@ config_enum! {
         /// A listener's best model.
         Validation(Box<ValidationSettings>) = "xpm_torch.validation.ValidationSettings",
     }
+}
+
+config_types! {
+    ModuleLoaderConfig = "xpm_torch.module.SimpleModuleLoader",
 }

@@ -34,7 +34,36 @@ config_enum! {
         Adam(AdamConfig) = "xpm_torch.optim.Adam",
         /// `xpm_torch.optim.AdamW`.
         AdamW(AdamConfig) = "xpm_torch.optim.AdamW",
+        /// `xpm_torch.optim.Adafactor`.
+        Adafactor(AdafactorConfig) = "xpm_torch.optim.Adafactor",
     }
+}
+
+/// Adafactor as the `transformers` library implements it: factored second moments for
+/// matrices, relative step sizes scaled by the parameters' root mean square.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdafactorConfig {
+    /// The external learning rate (only without `relative_step`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lr: Option<f64>,
+    /// L2 penalty, scaled by the step size.
+    pub weight_decay: f64,
+    /// A step size of `min(1e-2, 1/√t)` at the parameter's step `t` instead of `lr`.
+    pub relative_step: bool,
+    /// Added to the squared gradients, and the floor of a parameter's scale.
+    pub eps: (f64, f64),
+    /// Updates whose root mean square exceeds this are scaled down to it.
+    pub clip_threshold: f64,
+    /// The second moments average with weight `1 − t^decay_rate` on the past.
+    pub decay_rate: f64,
+    /// Coefficient of a running average of the updates (none when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub beta1: Option<f64>,
+    /// Step sizes multiplied by the parameter's root mean square (at least `eps.1`).
+    pub scale_parameter: bool,
+    /// With `relative_step`: a step size of `min(1e-6·t, 1/√t)`.
+    pub warmup_init: bool,
 }
 
 /// Plain stochastic gradient descent.
@@ -140,6 +169,7 @@ impl OptimizerConfig {
         let (lr, decay, adam) = match self {
             OptimizerConfig::Sgd(c) => (c.lr, c.weight_decay, None),
             OptimizerConfig::Adam(c) | OptimizerConfig::AdamW(c) => (c.lr, c.weight_decay, Some(c)),
+            OptimizerConfig::Adafactor(c) => return c.validate(path),
         };
         if !(lr.is_finite() && lr > 0.0) {
             return Err(Error::config(
@@ -167,6 +197,60 @@ impl OptimizerConfig {
                     format!("{path}.eps"),
                     "must be a finite number > 0",
                 ));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn finite_at_least(value: f64, min: f64, strict: bool, path: &str, field: &str) -> Result<()> {
+    let ok = value.is_finite() && if strict { value > min } else { value >= min };
+    if !ok {
+        let bound = if strict { ">" } else { ">=" };
+        return Err(Error::config(
+            format!("{path}.{field}"),
+            format!("must be a finite number {bound} {min}"),
+        ));
+    }
+    Ok(())
+}
+
+impl AdafactorConfig {
+    pub(crate) fn validate(&self, path: &str) -> Result<()> {
+        match (self.lr, self.relative_step) {
+            (Some(_), true) => return Err(Error::config(
+                format!("{path}.lr"),
+                "cannot be combined with relative_step: true (the step size is then computed); \
+                     set relative_step: false to use a fixed lr",
+            )),
+            (None, false) => {
+                return Err(Error::config(
+                    format!("{path}.lr"),
+                    "is needed when relative_step is false",
+                ))
+            }
+            (Some(lr), false) => finite_at_least(lr, 0.0, true, path, "lr")?,
+            (None, true) => {}
+        }
+        if self.warmup_init && !self.relative_step {
+            return Err(Error::config(
+                format!("{path}.warmup_init"),
+                "needs relative_step: true",
+            ));
+        }
+        finite_at_least(self.weight_decay, 0.0, false, path, "weight_decay")?;
+        finite_at_least(self.eps.0, 0.0, false, path, "eps[0]")?;
+        finite_at_least(self.eps.1, 0.0, false, path, "eps[1]")?;
+        finite_at_least(self.clip_threshold, 0.0, true, path, "clip_threshold")?;
+        if !(self.decay_rate.is_finite() && self.decay_rate <= 0.0) {
+            return Err(Error::config(
+                format!("{path}.decay_rate"),
+                "must be a finite number <= 0",
+            ));
+        }
+        if let Some(b) = self.beta1 {
+            if !(0.0..1.0).contains(&b) {
+                return Err(Error::config(format!("{path}.beta1"), "must be in [0, 1)"));
             }
         }
         Ok(())

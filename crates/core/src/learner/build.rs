@@ -32,7 +32,7 @@ use crate::losses::listwise::listwise_loss;
 use crate::losses::{CrossEntropyLoss, HingeLoss, OutputType, PointwiseCrossEntropyLoss};
 use crate::models::{self, Model};
 use crate::optim::{
-    schedule, Adam, Optimizer, Optimizers, ParameterFilter, ScheduledOptimizer, Sgd,
+    schedule, Adafactor, Adam, Optimizer, Optimizers, ParameterFilter, ScheduledOptimizer, Sgd,
 };
 use crate::rng::Rng;
 use crate::runtime::{LossScaler, PlacedModel, RunGenerators, Runtime};
@@ -113,7 +113,8 @@ fn loss_set(
                     return Err(Error::config(
                         format!("{path}.hooks[{i}]"),
                         "the batchwise CrossEntropyLoss needs a model whose scores are \
-                         probabilities; use SoftmaxCrossEntropy for real-valued scores",
+                         probabilities: wrap the model in SigmoidOutput({ output: \"probability\" }), \
+                         or use SoftmaxCrossEntropy for real-valued scores",
                     ));
                 }
                 AnyLoss::Batchwise(Box::new(BatchwiseCrossEntropyLoss { weight: c.weight }))
@@ -373,6 +374,16 @@ fn optimizers(config: &LearnerConfig, model: &dyn Model, frozen: &[String]) -> R
             OptimizerConfig::Sgd(c) => Box::new(Sgd::new(c.clone(), params)),
             OptimizerConfig::Adam(c) => Box::new(Adam::new(c.clone(), false, params)?),
             OptimizerConfig::AdamW(c) => Box::new(Adam::new(c.clone(), true, params)?),
+            OptimizerConfig::Adafactor(c) => {
+                if c.relative_step && opt.scheduler.is_some() {
+                    return Err(Error::config(
+                        format!("{path}.scheduler"),
+                        "Adafactor with relative_step computes its own step sizes: remove the \
+                         scheduler, or give Adafactor an lr and relative_step: false",
+                    ));
+                }
+                Box::new(Adafactor::new(c.clone(), params)?)
+            }
         };
         let schedule = opt.scheduler.as_ref().map(|s| schedule(s, total_steps));
         entries.push(ScheduledOptimizer {
@@ -532,6 +543,15 @@ pub(crate) fn build(
         &mut Rng::derive(seed, "model/init"),
         "learner.model",
     )?;
+    // Before sharing and freezing, as Python runs init tasks before the Learner.
+    for (i, loader) in config.init_tasks.iter().enumerate() {
+        models::load_from_loader(
+            model.as_ref(),
+            &config.model,
+            loader,
+            &format!("learner.__init_tasks__[{i}]"),
+        )?;
+    }
 
     let mut hooks = Vec::new();
     structural_hooks(&config.trainer, "learner.trainer", &mut hooks);

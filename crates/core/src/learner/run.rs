@@ -513,6 +513,33 @@ mod tests {
         assert!((last.train["gradient/scheduler/1/1"] - 0.01).abs() < 1e-12);
     }
 
+    const ADAM: &str = r#"{"__xpmtype__":"xpm_torch.optim.Adam","lr":0.01,"weight_decay":0.0,"eps":1e-8,"betas":[0.9,0.999]}"#;
+    const ADAFACTOR: &str = r#"{"__xpmtype__":"xpm_torch.optim.Adafactor","weight_decay":0.0,"relative_step":true,
+        "eps":[1e-30,1e-3],"clip_threshold":1.0,"decay_rate":-0.8,"scale_parameter":true,"warmup_init":false}"#;
+
+    #[test]
+    fn adafactor_with_relative_steps_trains_and_refuses_a_scheduler() {
+        let json = demo_config_json().replace(ADAM, ADAFACTOR);
+        assert_ne!(json, demo_config_json());
+        let out = run_demo(&json);
+        let (first, last) = (&out.epochs[0], &out.epochs[2]);
+        assert!(last.loss < first.loss, "{} !< {}", last.loss, first.loss);
+        // The logged rate is the relative step size, min(1e-2, 1/√t).
+        assert!((last.train["gradient/scheduler/1/1"] - 1e-2).abs() < 1e-12);
+
+        let scheduled = json.replace(
+            r#""filter":"#,
+            r#""scheduler":{"__xpmtype__":"xpm_torch.schedulers.CosineWithWarmup","num_warmup_steps":2,"num_cycles":0.5},"filter":"#,
+        );
+        let dir = scratch_dir();
+        let config =
+            parse_learner(&scheduled.replace("/tmp/job", &dir.display().to_string())).unwrap();
+        let err = learn(&config, &mut NoObserver, &AtomicBool::new(false))
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("learner.optimizers[0].scheduler:"), "{err}");
+    }
+
     #[test]
     fn same_seed_gives_identical_losses() {
         let a = run_demo(&demo_config_json());

@@ -2,8 +2,10 @@ use tch::Tensor;
 
 use crate::Result;
 
-/// What a model's scores are, which decides how a loss turns them into probabilities.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// What a model's scores are, which decides how a loss turns them into probabilities
+/// (`real`, `probability`, `log-probability` in configurations).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum OutputType {
     /// Any real number, read as a logit.
     Real,

@@ -23,6 +23,7 @@ pub fn build(config: &ModelConfig, rng: &mut Rng, path: &str) -> Result<Box<dyn 
         ModelConfig::Multiple(c) => Box::new(MultipleModel::new(c, rng, path)?),
         ModelConfig::CrossEncoder(c) => Box::new(super::hf::CrossEncoder::new(c, rng, path)?),
         ModelConfig::BiEncoder(c) => Box::new(super::hf::BiEncoder::new(c, path)?),
+        ModelConfig::Sigmoid(c) => Box::new(super::SigmoidOutput::new(c, rng, path)?),
     })
 }
 
@@ -33,6 +34,7 @@ pub fn draws_from_global_generator(config: &ModelConfig) -> bool {
     match config {
         ModelConfig::TorchScript(_) => true,
         ModelConfig::Multiple(c) => c.models.values().any(draws_from_global_generator),
+        ModelConfig::Sigmoid(c) => draws_from_global_generator(&c.model),
         _ => false,
     }
 }

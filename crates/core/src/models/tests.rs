@@ -2,6 +2,7 @@
 //! errors, the TorchScript model, and training each model through the learner.
 
 mod dropout;
+mod sigmoid;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;

@@ -3,7 +3,7 @@ use std::path::Path;
 
 use tch::Tensor;
 
-use super::Model;
+use super::{Model, NamedParameter};
 use crate::{Error, Result};
 
 /// Loads weights saved under PyTorch's names (a `state_dict` written with
@@ -15,6 +15,51 @@ use crate::{Error, Result};
 /// [`Error::Checkpoint`] naming the file and the tensor: unknown or missing names, shape
 /// mismatches, an unreadable file; a libtorch error while copying.
 pub fn load_weights(model: &dyn Model, path: &Path) -> Result<()> {
+    load_into(model.named_parameters(), path)
+}
+
+/// Loads the weights file of `loader` (a trained Learner's output or a checkpoint's model)
+/// into the part of `model`, built from `config`, that the loader's model is: the model
+/// itself, the model a SigmoidOutput wraps, or an entry of a MultipleModel. `path` names the
+/// loader in errors.
+///
+/// # Errors
+/// [`Error::Config`] when the loader's model is no part of `config`; [`Error::Checkpoint`]
+/// naming the loader, the file and the tensors when names or shapes differ.
+pub fn load_from_loader(
+    model: &dyn Model,
+    config: &crate::config::ModelConfig,
+    loader: &crate::config::ModuleLoaderConfig,
+    path: &str,
+) -> Result<()> {
+    let prefix = config.prefix_of(&loader.value).ok_or_else(|| {
+        Error::config(
+            format!("{path}.value"),
+            "is not the learner's model (nor the model it wraps, nor an entry of its \
+             MultipleModel): give the loader the very model the Learner trains",
+        )
+    })?;
+    let params = model
+        .named_parameters()
+        .into_iter()
+        .filter_map(|p| {
+            let name = p.name.strip_prefix(&prefix)?.to_string();
+            Some(NamedParameter {
+                name,
+                tensor: p.tensor,
+            })
+        })
+        .collect();
+    load_into(params, Path::new(&loader.path)).map_err(|e| match e {
+        Error::Checkpoint { what, message } => {
+            Error::checkpoint(format!("{path}: {what}"), message)
+        }
+        other => other,
+    })
+}
+
+/// Loads a safetensors file into `params`, which it must match exactly (names and shapes).
+fn load_into(params: Vec<NamedParameter>, path: &Path) -> Result<()> {
     let what = path.display().to_string();
     if !path.is_file() {
         return Err(Error::checkpoint(
@@ -26,7 +71,6 @@ pub fn load_weights(model: &dyn Model, path: &Path) -> Result<()> {
         .map_err(|e| Error::checkpoint(&what, format!("not a readable safetensors file: {e}")))?
         .into_iter()
         .collect();
-    let params = model.named_parameters();
     let missing: Vec<&str> = params
         .iter()
         .filter(|p| !saved.contains_key(&p.name))

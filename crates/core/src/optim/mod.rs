@@ -1,6 +1,7 @@
 //! Optimizers written over tensors so their whole state is ours to save and restore, the
 //! learning-rate schedules, and the selection of parameters.
 
+mod adafactor;
 mod adam;
 mod base;
 #[cfg(test)]
@@ -10,6 +11,7 @@ mod scheduler;
 mod select;
 mod sgd;
 
+pub use adafactor::*;
 pub use adam::*;
 pub use base::*;
 pub use scheduled::*;

@@ -73,19 +73,13 @@ impl ParameterFilter {
 /// The prefix of the learner's parameter names that `model` owns: `""` for the learner's model,
 /// `"<name>."` for an entry of its MultipleModel.
 fn scope_of(model: &ModelConfig, learner_model: &ModelConfig, path: &str) -> Result<String> {
-    if model == learner_model {
-        return Ok(String::new());
-    }
-    if let ModelConfig::Multiple(multiple) = learner_model {
-        if let Some((name, _)) = multiple.models.iter().find(|(_, entry)| *entry == model) {
-            return Ok(format!("{name}."));
-        }
-    }
-    Err(Error::config(
-        format!("{path}.model"),
-        "is neither the learner's model nor one of the entries of its MultipleModel: \
-         give the selector the model being trained",
-    ))
+    learner_model.prefix_of(model).ok_or_else(|| {
+        Error::config(
+            format!("{path}.model"),
+            "is neither the learner's model nor one of the entries of its MultipleModel: \
+             give the selector the model being trained",
+        )
+    })
 }
 
 /// Selects parameters of the learner's model by name (`RegexParametersIterator`,

@@ -135,6 +135,10 @@ fn write_directory(
 /// # Errors
 /// [`Error::Config`] for other models or an existing `out`; [`Error::Io`] or a libtorch error.
 pub fn save_hf_directories(model: &dyn Model, config: &ModelConfig, out: &Path) -> Result<()> {
+    if let ModelConfig::Sigmoid(c) = config {
+        // The directory holds the wrapped model, whose logits the sigmoid reads.
+        return save_hf_directories(model, &c.model, out);
+    }
     if out.exists() {
         return Err(Error::config(
             "directory",

@@ -68,6 +68,7 @@ pub fn text_encoding(
             };
             Some(TextEncoding::Separate { query, document })
         }
+        ModelConfig::Sigmoid(c) => text_encoding(&c.model, &format!("{path}.model"))?,
         _ => None,
     })
 }
