@@ -4,7 +4,8 @@ import { join } from "node:path";
 
 import { describe, expect, it } from "vitest";
 
-import { identifierOf } from "../ts/config/identity.js";
+import { ModuleLoader } from "../ts/config/classes/module.js";
+import { identifierOf, initTasksOf, setInitTasks } from "../ts/config/identity.js";
 import { toWire } from "../ts/config/wire.js";
 import { ConfigError } from "../ts/errors.js";
 import { jobOf } from "../ts/workspace/job.js";
@@ -50,6 +51,24 @@ describe("params.json", () => {
     const listener = doc.objects.find((o) => o.type === "TrainerValidationLoss")!;
     expect(listener.fields.bestpath).toEqual({ type: "path", value: "out/listeners/0/best", base: "job" });
     expect(listener.fields.info).toEqual({ type: "path", value: "out/listeners/0/info.json", base: "job" });
+  });
+
+  it("writes initialisation tasks before their task, as experimaestro's init-tasks, and reads them back", () => {
+    const learner = SAMPLES["xpm_torch.learner.Learner"]!() as { model: object };
+    const plain = identifierOf(learner);
+    const loader = ModuleLoader.C({ value: learner.model as never, path: "/runs/a/model.safetensors" });
+    setInitTasks(learner, [loader]);
+    expect(identifierOf(learner)).not.toBe(plain);
+    const text = writeParamsJson(learner, { workspace, jobDir: join(workspace, "job") });
+    const doc = JSON.parse(text) as { objects: { id: number; type: string; "init-tasks"?: number[] }[] };
+    const task = doc.objects[doc.objects.length - 1]!;
+    const loaderId = doc.objects.find((o) => o.type === "SimpleModuleLoader")!.id;
+    expect(task["init-tasks"]).toEqual([loaderId]);
+    expect(loaderId).toBeLessThan(task.id);
+    const back = readParamsJson(text);
+    expect(initTasksOf(back)).toHaveLength(1);
+    expect(identifierOf(back)).toBe(identifierOf(learner));
+    expect(() => readParamsJson(text.replace(`"init-tasks":[${loaderId}]`, `"init-tasks":[${task.id + 5}]`))).toThrow("init-tasks[0]");
   });
 
   it("refuses newer versions and unknown types, naming the file", () => {

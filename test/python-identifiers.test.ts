@@ -8,7 +8,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 
 import * as c from "../ts/config/classes/index.js";
-import { identifierOf } from "../ts/config/identity.js";
+import { identifierOf, setInitTasks } from "../ts/config/identity.js";
 
 const FIXTURE = join(dirname(fileURLToPath(import.meta.url)), "fixtures", "python-identifiers.json");
 
@@ -52,6 +52,13 @@ const learner = (input: Partial<LearnerInput> = {}) =>
     listeners: [],
     ...input,
   });
+
+/** A Learner submitted with a loader of its own model as initialisation task (Python: init_tasks). */
+const initialised = (settings?: ReturnType<typeof c.CheckpointSettings.C>) => {
+  const config = learner();
+  const loader = c.ModuleLoader.C({ value: config.model, path: "/runs/a/model.safetensors", ...(settings ? { settings } : {}) });
+  return setInitTasks(config, [loader]);
+};
 
 /** The configurations of scripts/fixtures/gen_identifiers.py, by name. */
 const CASES: Record<string, () => object> = {
@@ -127,6 +134,8 @@ const CASES: Record<string, () => object> = {
   validation_settings_no_listener: () => c.ValidationSettings.C({ key: "ndcg@10" }),
   module_loader: () => c.ModuleLoader.C({ value: model(), path: "/runs/model.safetensors" }),
   module_loader_settings: () => c.ModuleLoader.C({ value: model(), path: "/runs/best", settings: c.CheckpointSettings.C({ epoch: 2 }) }),
+  learner_init_task: () => initialised(),
+  learner_init_task_checkpoint: () => initialised(c.CheckpointSettings.C({ epoch: 3 })),
   multiple_model: () => c.MultipleModel.C({ models: { scorer: model(), head: c.Linear.C({ input_dim: 3 }) }, scorer: "scorer" }),
   learner: () => learner(),
   learner_set: () =>

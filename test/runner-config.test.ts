@@ -5,7 +5,7 @@ import { join } from "node:path";
 
 import { describe, expect, it } from "vitest";
 
-import { ConfigError, defineListener, demoLearner, Learner } from "../ts/index.js";
+import { ConfigError, defineListener, demoLearner, Learner, ModuleLoader, Random, setInitTasks } from "../ts/index.js";
 import { coreConfigJson } from "../ts/learn.js";
 import { repoRoot } from "./helpers/node.js";
 
@@ -27,5 +27,17 @@ describe("xpm-torch wire", () => {
     const config = Learner.C({ ...runnerDemo(), listeners: [Vote.C({ id: "vote" })] });
     expect(() => coreConfigJson(config)).toThrow(ConfigError);
     expect(() => coreConfigJson(config)).toThrow(/runs parts in JavaScript \(vote\)/);
+  });
+
+  it("sends ModuleLoader initialisation tasks as __init_tasks__ and refuses other tasks", () => {
+    const config = runnerDemo();
+    const loader = ModuleLoader.C({ value: config.model, path: "/runs/a/model.safetensors" });
+    const wire = JSON.parse(coreConfigJson(setInitTasks(config, [loader]))) as { model: unknown; __init_tasks__: { value: unknown; path: string }[] };
+    expect(wire.__init_tasks__).toHaveLength(1);
+    expect(wire.__init_tasks__[0]!.value).toEqual(wire.model);
+    expect(wire.__init_tasks__[0]!.path).toBe("/runs/a/model.safetensors");
+    setInitTasks(config, [Random.C({ seed: 1 })]);
+    expect(() => coreConfigJson(config)).toThrow("learner.__init_tasks__[0]: is a xpm_torch.base.Random: a Learner runs ModuleLoader initialisation tasks only");
+    expect(JSON.parse(coreConfigJson(setInitTasks(config, [])))).toEqual(JSON.parse(readFileSync(FIXTURE, "utf8")));
   });
 });

@@ -9,7 +9,7 @@ export { TYPE_KEY, type Config, type ConfigClass, type ConfigOf, type InstanceOf
 export { param, meta, constant, generated, type ParamKind } from "./config/declare.js";
 export { sealedSet } from "./config/types.js";
 export * as types from "./config/types.js";
-export { identifierOf, markAsOutputOf, setMeta } from "./config/identity.js";
+export { identifierOf, markAsOutputOf, setInitTasks, setMeta } from "./config/identity.js";
 export * from "./errors.js";
 export {
   defineBatchDimsProvider,

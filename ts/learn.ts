@@ -4,7 +4,7 @@ import type { ConfigOf } from "./config/class.js";
 import { CheckpointSettings } from "./config/classes/learner.js";
 import { ModuleLoader } from "./config/classes/module.js";
 import { ValidationSettings } from "./config/classes/validation.js";
-import { markAsOutputOf } from "./config/identity.js";
+import { type GeneratedPaths, initTasksOf, markAsOutputOf } from "./config/identity.js";
 import type { Learner } from "./config/classes/learner.js";
 import { TYPE_KEY, configClassOf } from "./config/class.js";
 import { JS_DATASET, JS_HOOK, JS_LISTENER, JS_SAMPLER, type Wire, toWire } from "./config/wire.js";
@@ -302,6 +302,22 @@ async function answerData(side: JsSide, request: DataRequest): Promise<unknown> 
 }
 
 /**
+ * The Learner as the core reads it: its parameters, then its initialisation tasks (see
+ * `setInitTasks`) under `__init_tasks__`, which must be ModuleLoaders.
+ */
+function learnerWire(config: LearnerConfig, paths: GeneratedPaths, standIn: (c: object) => Wire | undefined): Wire {
+  const wire = toWire(config, paths, standIn) as { [key: string]: Wire };
+  const tasks = initTasksOf(config);
+  tasks.forEach((task, i) => {
+    if (configClassOf(task) !== ModuleLoader) {
+      throw new ConfigError(`learner.__init_tasks__[${i}]`, `is a ${configClassOf(task)?.typeId}: a Learner runs ModuleLoader initialisation tasks only`);
+    }
+  });
+  if (tasks.length > 0) wire.__init_tasks__ = tasks.map((task) => toWire(task, paths, standIn));
+  return wire;
+}
+
+/**
  * The JSON `learn()` hands the core, with the generated paths (`runs`, `checkpoints`, `out/...`)
  * relative to the job directory: what `xpm-torch-run` runs on a machine without Node.
  * @throws ConfigError when a part of the Learner is written in TypeScript (listeners, hooks,
@@ -309,7 +325,7 @@ async function answerData(side: JsSide, request: DataRequest): Promise<unknown> 
  */
 export function coreConfigJson(config: LearnerConfig): string {
   const side: JsSide = { listeners: new Map(), hooks: new Map(), samplers: new Map(), datasets: new Map(), providers: new Map(), seed: config.random.seed };
-  const wire = toWire(config, generatePaths(config, ""), standIns(side));
+  const wire = learnerWire(config, generatePaths(config, ""), standIns(side));
   const inJavaScript = [side.listeners, side.hooks, side.samplers, side.datasets, side.providers].flatMap((m) => [...m.keys()]);
   if (inJavaScript.length > 0) {
     throw new ConfigError("learner", `runs parts in JavaScript (${inJavaScript.join(", ")}): only learn() in Node can run it`);
@@ -323,7 +339,7 @@ async function train(config: LearnerConfig, job: Job, options: LearnOptions): Pr
   const display = options.quiet
     ? undefined
     : (options.progress ?? createProgressDisplay(process.stderr, { maxEpochs: config.max_epochs, stepsPerEpoch: config.steps_per_epoch }));
-  const wire = toWire(config, job.paths, standIns(side));
+  const wire = learnerWire(config, job.paths, standIns(side));
   // A throwing callback must not become an uncaught exception that kills the process: keep the
   // first error and raise it from learn() itself.
   let callbackError: unknown;

@@ -18,6 +18,26 @@ export function markAsOutputOf<C extends object>(config: C, task: object): C {
   return config;
 }
 
+const initTaskLists = new WeakMap<object, readonly object[]>();
+
+/**
+ * Gives the task `config` initialisation tasks (experimaestro's `init_tasks` of `submit()`):
+ * for a Learner, ModuleLoaders whose weights the fresh model takes before training (a trained
+ * Learner's output, a checkpoint). They enter the task's identifier as in Python, after its
+ * parameters; an empty list removes them. Returns `config`.
+ */
+export function setInitTasks<C extends object>(config: C, tasks: readonly object[]): C {
+  if (!configClassOf(config) || tasks.some((t) => !configClassOf(t))) throw new TypeError("setInitTasks() takes configuration objects");
+  if (tasks.includes(config)) throw new TypeError("a task cannot be its own initialisation task");
+  initTaskLists.set(config, [...tasks]);
+  return config;
+}
+
+/** The initialisation tasks given to `config` by {@link setInitTasks}. */
+export function initTasksOf(config: object): readonly object[] {
+  return initTaskLists.get(config) ?? [];
+}
+
 /**
  * Marks a configuration as meta (`true`: left out of every identifier it appears in) or forces
  * it into identifiers where it sits in an ignored parameter (`false`).
@@ -101,6 +121,7 @@ export function nodeOf(config: object, memo: Map<object, ConfigNode>, paths?: Ge
     node.producer.submitted = true;
   }
   const child = (c: object): TypedValue => ({ kind: "config", node: nodeOf(c, memo, paths) });
+  node.initTasks = initTasksOf(config).map((task) => nodeOf(task, memo, paths));
   const record = config as Record<string, unknown>;
   for (const [name, { spec }] of Object.entries(cls.params)) {
     if (spec.kind === "generated") {

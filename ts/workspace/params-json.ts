@@ -1,7 +1,7 @@
 import { relative } from "node:path";
 
 import { type AnyConfigClass, classById, configClassOf } from "../config/class.js";
-import { identifierOf } from "../config/identity.js";
+import { identifierOf, initTasksOf, setInitTasks } from "../config/identity.js";
 import type { GeneratedPaths } from "../config/identity.js";
 import { sealedSet } from "../config/types.js";
 import { ConfigError } from "../errors.js";
@@ -78,6 +78,8 @@ function writeObject(config: object, ctx: WriteContext): number {
     }
     fields[name] = encodeValue(record[name], spec.value.type, ctx);
   }
+  // experimaestro writes a task's initialisation tasks before it and lists their ids.
+  const initTasks = initTasksOf(config).map((task) => writeObject(task, ctx));
   const id = ctx.objects.length + 1;
   ctx.ids.set(config, id);
   const dot = cls.typeId.lastIndexOf(".");
@@ -88,6 +90,7 @@ function writeObject(config: object, ctx: WriteContext): number {
     typename: cls.typeId,
     identifier: identifierOf(config),
   };
+  if (initTasks.length > 0) object["init-tasks"] = initTasks;
   if (config === ctx.task) object.task = id;
   object.fields = fields;
   ctx.objects.push(object);
@@ -107,7 +110,7 @@ export function writeParamsJson(task: object, options: { workspace: string; jobD
   });
 }
 
-type RawObject = { id: number; typename?: string; module: string; type: string; fields: Record<string, unknown> };
+type RawObject = { id: number; typename?: string; module: string; type: string; fields: Record<string, unknown>; "init-tasks"?: unknown };
 
 function decodeValue(raw: unknown, type: ValueType, objects: Map<number, object>, where: string): unknown {
   if (raw === null) return undefined;
@@ -161,6 +164,18 @@ export function readParamsJson(text: string, file = "params.json"): object {
     }
     last = cls.C(values);
     built.set(raw.id, last);
+    const initTasks = raw["init-tasks"] ?? [];
+    if (!Array.isArray(initTasks)) throw new ConfigError(`${where}.init-tasks`, "expected a list of object ids");
+    if (initTasks.length > 0) {
+      setInitTasks(
+        last,
+        initTasks.map((ref, i) => {
+          const task = built.get(ref as number);
+          if (!task) throw new ConfigError(`${where}.init-tasks[${i}]`, `refers to object ${String(ref)}, which is not defined before it`);
+          return task;
+        }),
+      );
+    }
   }
   return last as object;
 }

@@ -5,6 +5,8 @@ mod checkpoint;
 mod context;
 mod distributed;
 mod hooks;
+#[cfg(test)]
+mod init_tests;
 mod listeners;
 mod metrics;
 mod observer;
