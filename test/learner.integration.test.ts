@@ -131,15 +131,14 @@ describe("listeners", () => {
   });
 
   it("reports a failing TypeScript listener as the run's error", async () => {
+    const exploded = new Error("listener exploded");
     const Broken = defineListener("tests.Broken", {}, {
       call() {
-        throw new Error("listener exploded");
+        throw exploded;
       },
     });
     const base = demoLearner({ max_epochs: 3, steps_per_epoch: 2 });
-    await expect(learn(Learner.C({ ...base, listeners: [Broken.C({ id: "broken" })] }), { workspace: workspace() })).rejects.toThrow(
-      'listener "broken": listener exploded',
-    );
+    await expect(learn(Learner.C({ ...base, listeners: [Broken.C({ id: "broken" })] }), { workspace: workspace() })).rejects.toBe(exploded);
   });
 
   it("stops early_stop epochs after the lowest validation loss and returns that epoch's model", async () => {
@@ -393,6 +392,8 @@ describe("LETOR files", () => {
     const error = await learn(config, { workspace: dir }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(DataError);
     expect((error as Error).message).toMatch(new RegExp(`^${file}:1234:\\d+: `));
+    expect(error).toMatchObject({ file, line: 1234 });
+    expect((error as InstanceType<typeof DataError>).column).toBeGreaterThan(0);
   });
 });
 
@@ -426,14 +427,15 @@ describe("hooks written in TypeScript", () => {
 
   it("stop the run with their error", async () => {
     const { defineHook } = await import("../ts/index.js");
+    const gaveUp = new Error("hook gave up");
     const Failing = defineHook("tests.FailingHook", {}, {
       kind: "step",
       after(_self, s) {
-        if (s.step === 3) throw new Error("hook gave up");
+        if (s.step === 3) throw gaveUp;
       },
     });
     const config = withTrainer(demoLearner({ max_epochs: 2, steps_per_epoch: 2 }), { hooks: [HingeLoss.C({}), Failing.C({})] });
-    await expect(learn(config, { workspace: workspace() })).rejects.toThrow('hook "0:tests.FailingHook" (after): hook gave up');
+    await expect(learn(config, { workspace: workspace() })).rejects.toBe(gaveUp);
   });
 });
 

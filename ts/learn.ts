@@ -211,6 +211,8 @@ interface JsSide {
   readonly providers: Map<string, { config: object; behaviour: DimsProviderBehaviour<object, SamplerKind> }>;
   /** The Learner's seed, given to samplers. */
   readonly seed: number;
+  /** What the user's code threw first, rethrown as it is by `learn()`. */
+  thrown?: { readonly error: unknown };
 }
 
 /** Stand-ins for what is written in TypeScript, registered in `side` as they are met. */
@@ -269,6 +271,7 @@ async function answer(binding: NativeBinding, side: JsSide, event: Extract<Nativ
       text = JSON.stringify({ ok: true, reply: null });
     }
   } catch (error) {
+    side.thrown ??= { error };
     text = JSON.stringify({ ok: false, message: error instanceof Error ? error.message : String(error) });
   }
   binding.reply(event.replyId, text);
@@ -324,13 +327,20 @@ async function train(config: LearnerConfig, job: Job, options: LearnOptions): Pr
     ? undefined
     : (options.progress ?? createProgressDisplay(process.stderr, { maxEpochs: config.max_epochs, stepsPerEpoch: config.steps_per_epoch }));
   const wire = toWire(config, job.paths, standIns(side));
+  const runId = nextRunId++;
   // A throwing callback must not become an uncaught exception that kills the process: keep the
-  // first error and raise it from learn() itself.
-  let callbackError: unknown;
+  // first error, stop the run and raise it from learn() itself.
+  const fail = (error: unknown): void => {
+    if (side.thrown) return;
+    side.thrown = { error };
+    binding.cancelLearn(runId);
+  };
   const onEvent = (text: string): void => {
     try {
       const event = JSON.parse(text) as NativeEvent;
       if (event.kind === "listener" || event.kind === "hook" || event.kind === "data") void answer(binding, side, event);
+      // After a callback failed, the run is stopping: no more of the user's callbacks.
+      else if (side.thrown) return;
       else if (event.kind === "epoch") {
         display?.epoch(event.report);
         options.onEpoch?.(event.report);
@@ -342,10 +352,9 @@ async function train(config: LearnerConfig, job: Job, options: LearnOptions): Pr
         options.onProgress?.(event.progress);
       }
     } catch (error) {
-      callbackError ??= error;
+      fail(error);
     }
   };
-  const runId = nextRunId++;
   const stopHandlers = interruptions(binding, runId, options);
   let outcome: string;
   try {
@@ -354,9 +363,9 @@ async function train(config: LearnerConfig, job: Job, options: LearnOptions): Pr
     stopHandlers();
     display?.finish();
   }
-  const result = unwrapOutcome<StoredResult>(outcome);
-  if (callbackError !== undefined) throw callbackError;
-  return result;
+  // The user's own exception, as thrown, whatever the run ended with.
+  if (side.thrown) throw side.thrown.error;
+  return unwrapOutcome<StoredResult>(outcome);
 }
 
 /** How long ranks other than 0 wait for rank 0 to write params.json (under torchrun or SLURM). */

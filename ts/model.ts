@@ -6,7 +6,7 @@ import type { ConfigOf, InstanceOf } from "./config/class.js";
 import type { Module } from "./config/classes/base.js";
 import type { ModuleLoader } from "./config/classes/module.js";
 import { toWire } from "./config/wire.js";
-import { XpmTorchError } from "./errors.js";
+import { CheckpointError, XpmTorchError } from "./errors.js";
 import { unwrapOutcome } from "./learn.js";
 import { loadNative } from "./native.js";
 import { readParamsJson } from "./workspace/params-json.js";
@@ -90,15 +90,12 @@ const WEIGHTS = "model.safetensors";
 /** The weights file of a path: the file itself, `<dir>/model.safetensors` or `<dir>/model/model.safetensors`. */
 function weightsFile(path: string): string {
   const full = resolve(path);
-  if (!existsSync(full)) throw new XpmTorchError("ERR_CHECKPOINT", `${full}: no such file or directory`);
+  if (!existsSync(full)) throw new CheckpointError(`${full}: no such file or directory`, full);
   if (statSync(full).isFile()) return full;
   for (const candidate of [join(full, WEIGHTS), join(full, "model", WEIGHTS)]) {
     if (existsSync(candidate)) return candidate;
   }
-  throw new XpmTorchError(
-    "ERR_CHECKPOINT",
-    `${full}: holds neither ${WEIGHTS} nor model/${WEIGHTS}; give a run's learned_model, a checkpoint or a best directory`,
-  );
+  throw new CheckpointError(`${full}: holds neither ${WEIGHTS} nor model/${WEIGHTS}; give a run's learned_model, a checkpoint or a best directory`, full);
 }
 
 /** The model configuration in the params.json of the job above `weights`. */

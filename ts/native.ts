@@ -12,6 +12,7 @@ export interface NativeBinding {
   learn(configJson: string, onEvent?: ((event: string) => void) | null, runId?: number): Promise<string>;
   cancelLearn(runId: number): boolean;
   panicInTrainingThread(message: string): Promise<string>;
+  errorSamples(): string[];
   readConfig(configJson: string): string;
   reply(replyId: number, replyJson: string): boolean;
   runtimeInfo(): string;
