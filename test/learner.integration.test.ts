@@ -130,6 +130,33 @@ describe("listeners", () => {
     expect(result.listeners.rec).toEqual({ last: 3 });
   });
 
+  it("score with the model being trained, as it is at that epoch", async () => {
+    const { CallbackError, loadModel } = await import("../ts/index.js");
+    const rows = Array.from({ length: 40 }, (_, i) => Float32Array.from({ length: 16 }, (_, j) => Math.sin(i * 7 + j)));
+    const scored: Float32Array[] = [];
+    let keep: ((records: Float32Array[]) => Promise<Float32Array>) | undefined;
+    const Scoring = defineListener("tests.OwnValidation", {}, {
+      async call(_self, state) {
+        const scores = await state.model.score(rows);
+        scored.push(scores);
+        keep = (records) => state.model.score(records);
+        // A metric of its own from the scores: the share of rows scored above the first.
+        const above = scores.filter((s) => s > scores[0]!).length / scores.length;
+        return { status: "NO_DECISION", metrics: { "own/above_first": above } };
+      },
+    });
+    const base = demoLearner({ max_epochs: 3, steps_per_epoch: 20 });
+    const result = await learn(Learner.C({ ...base, listeners: [Scoring.C({ id: "own" })] }), { workspace: workspace(), quiet: true });
+    expect(scored).toHaveLength(3);
+    expect(scored[0]).not.toEqual(scored[2]);
+    expect(result.epochs[2]!.metrics["own/above_first"]).toBeCloseTo(scored[2]!.filter((s) => s > scored[2]![0]!).length / 40, 6);
+    // The last epoch's scores are those of the learned model.
+    const learned = loadModel(result.learned_model!, { device: "cpu" }).score(rows);
+    scored[2]!.forEach((s, i) => expect(s).toBeCloseTo(learned[i]!, 5));
+    // Outside its call() the listener has no model to score with.
+    await expect(keep!(rows)).rejects.toBeInstanceOf(CallbackError);
+  });
+
   it("reports a failing TypeScript listener as the run's error", async () => {
     const exploded = new Error("listener exploded");
     const Broken = defineListener("tests.Broken", {}, {
@@ -423,6 +450,23 @@ describe("hooks written in TypeScript", () => {
       "init after 7",
       "before 0", "after 1", "before 1", "after 2", "before 2", "after 3", "before 3", "after 4",
     ]);
+  });
+
+  it("see no step after onEpoch threw: the run stops at once", async () => {
+    const { defineHook } = await import("../ts/index.js");
+    const steps: number[] = [];
+    const Counter = defineHook("tests.StepCounter", {}, { kind: "step", after: (_self, s) => void steps.push(s.step) });
+    const config = withTrainer(demoLearner({ max_epochs: 50, steps_per_epoch: 4 }), { hooks: [HingeLoss.C({}), Counter.C({})] });
+    const thrown = new TypeError("enough");
+    const running = learn(config, {
+      workspace: workspace(),
+      quiet: true,
+      onEpoch: () => {
+        throw thrown;
+      },
+    });
+    await expect(running).rejects.toBe(thrown);
+    expect(steps).toEqual([1, 2, 3, 4]);
   });
 
   it("stop the run with their error", async () => {

@@ -231,3 +231,10 @@ export function fromNative(error: NativeErrorPayload): XpmTorchError {
       return new XpmTorchError(error.code, message);
   }
 }
+
+/** Parses an outcome the binding resolved with, throwing the typed error of a failed job. */
+export function unwrapOutcome<T>(json: string): T {
+  const outcome = JSON.parse(json) as { ok: true; output: T } | { ok: false; error: NativeErrorPayload };
+  if (!outcome.ok) throw fromNative(outcome.error);
+  return outcome.output;
+}
