@@ -175,12 +175,15 @@ export function packRecords(kind: SamplerKind, records: readonly unknown[]): Pac
   return { json: { type: "triplets", count }, ints };
 }
 
+const NOT_SYNC = Symbol("not a plain generator");
+
 /**
  * The endless record stream of one TypeScript sampler (its passes one after the other), read
  * by one rank: rank `r` of `w` keeps the records whose stream index is `r` modulo `w`.
  */
 export class RecordStream {
   private iterator: AsyncIterator<unknown> | Iterator<unknown> | undefined;
+  private isAsync = false;
   private pass = 0;
   private inPass = 0;
   /** Records of this rank already handed out. */
@@ -195,7 +198,8 @@ export class RecordStream {
 
   private open(pass: number): void {
     const iterable = this.behaviour.records(this.config, { seed: this.seed, pass });
-    this.iterator = Symbol.asyncIterator in iterable ? iterable[Symbol.asyncIterator]() : (iterable as Iterable<unknown>)[Symbol.iterator]();
+    this.isAsync = Symbol.asyncIterator in iterable;
+    this.iterator = this.isAsync ? (iterable as AsyncIterable<unknown>)[Symbol.asyncIterator]() : (iterable as Iterable<unknown>)[Symbol.iterator]();
     this.pass = pass;
     this.inPass = 0;
   }
@@ -222,12 +226,37 @@ export class RecordStream {
       this.global = 0;
       this.local = 0;
       while (this.local < start) {
-        await this.nextOfRank(rank, world);
+        if (this.takeSync(rank, world) === NOT_SYNC) await this.nextOfRank(rank, world);
       }
     }
     const out: unknown[] = [];
-    while (out.length < count) out.push(await this.nextOfRank(rank, world));
+    while (out.length < count) {
+      // A plain generator is read without a microtask per record.
+      const record = this.takeSync(rank, world);
+      out.push(record === NOT_SYNC ? await this.nextOfRank(rank, world) : record);
+    }
     return out;
+  }
+
+  /** The next record of this rank when the generator is a plain one, else NOT_SYNC. */
+  private takeSync(rank: number, world: number): unknown {
+    if (this.iterator === undefined) this.open(0);
+    if (this.isAsync) return NOT_SYNC;
+    const iterator = this.iterator as Iterator<unknown>;
+    for (;;) {
+      const step = iterator.next();
+      if (step.done) {
+        if (this.inPass === 0) throw new Error(`pass ${this.pass} yielded no record`);
+        this.open(this.pass + 1);
+        return this.takeSync(rank, world);
+      }
+      this.inPass += 1;
+      this.global += 1;
+      if ((this.global - 1) % world === rank) {
+        this.local += 1;
+        return step.value;
+      }
+    }
   }
 
   private async nextOfRank(rank: number, world: number): Promise<unknown> {
