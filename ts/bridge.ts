@@ -122,7 +122,7 @@ async function answerData(side: JsSide, request: DataRequest, call: ForeignCall)
       const records = provider.behaviour.buildProbeBatch(provider.config, request.dims);
       return packedReply(packRecords(provider.behaviour.kind, [...records]));
     }
-    const records = unpackRecords({ json: request.records, floats: call.floats ?? undefined, ints: call.ints ?? undefined });
+    const records = unpackRecords({ json: request.records, floats: call.floats, ints: call.ints });
     const dims = provider.behaviour.computeBatchDims(provider.config, records as never);
     for (const [name, value] of Object.entries(dims)) {
       if (!Number.isInteger(value) || value < 0) throw new Error(`computeBatchDims gave ${name} = ${value}, not a whole number`);

@@ -9,12 +9,13 @@ import { type LibtorchInstall, locateLibtorch, notFoundMessage } from "./libtorc
 
 /** A call from the training thread into JavaScript, answered by a Promise (see ts/bridge.ts). */
 export interface ForeignCall {
-  readonly kind: "epoch" | "listener" | "hook" | "data";
+  /** `epoch`, `listener`, `hook` or `data`. */
+  readonly kind: string;
   /** The request as JSON. */
   readonly json: string;
   /** Arrays handed over (records for a dims provider), by name. */
-  readonly floats?: Record<string, Float32Array> | null;
-  readonly ints?: Record<string, Int32Array> | null;
+  readonly floats?: Record<string, Float32Array>;
+  readonly ints?: Record<string, Int32Array>;
 }
 
 /** The answer to a foreign call: `failed` when the user's code threw, else JSON and arrays. */

@@ -160,7 +160,7 @@ pub fn settle(deferred: Deferred, scores: Result<Vec<f32>>) {
 fn score_input(rows: ScoreRows) -> Result<ScoreInput> {
     match rows {
         ScoreRows::Features { values, rows } => {
-            let width = if rows == 0 { 0 } else { values.len() / rows };
+            let width = values.len().checked_div(rows).unwrap_or(0);
             features_input(&values, rows, width)
         }
         ScoreRows::TokenPairs { queries, documents } => text_input(&queries, &documents),

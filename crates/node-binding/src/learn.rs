@@ -46,7 +46,9 @@ pub fn learn<'env>(
     #[napi(ts_arg_type = "((event: string) => void) | undefined | null")] reporter: Option<
         Reporter,
     >,
-    #[napi(ts_arg_type = "((call: ForeignCall) => Promise<ForeignReply>) | undefined | null")]
+    #[napi(
+        ts_arg_type = "((call: ForeignCall) => Promise<{ failed?: string; json?: string; floats?: Record<string, Float32Array>; ints?: Record<string, Int32Array> }>) | undefined | null"
+    )]
     foreign: Option<Foreign>,
 ) -> napi::Result<Object<'env>> {
     let cancel = run.cancel.clone();
