@@ -140,6 +140,16 @@ describe("learn() through the native binding", () => {
     expect(epochs).toEqual([1]);
   });
 
+  it("stops the run when onProgress throws, and rethrows that error", async () => {
+    const thrown = new Error("progress display broke");
+    const running = run(demoLearner({ max_epochs: 1000, steps_per_epoch: 100_000 }), {
+      onProgress: () => {
+        throw thrown;
+      },
+    });
+    await expect(running).rejects.toBe(thrown);
+  });
+
   it("lets node exit once learn() has resolved", () => {
     const code =
       "const m = await import('xpm-torch');" +
