@@ -20,7 +20,10 @@ export { coreConfigJson } from "./train.js";
  * LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT), and resolves to what rank 0 stored. Under torchrun
  * or SLURM (rank environment already set) each process is one rank. Rank 0 alone writes logs,
  * checkpoints and models; the epoch metrics are averaged over the ranks.
- * @throws ConfigError, TorchError, InternalError, JobLockedError, DistributedError (all XpmTorchError).
+ * @throws the XpmTorchError of what failed (ConfigError, DataError, TorchError and its
+ * OutOfMemoryError, CheckpointError, NonFiniteError, FileError, InterruptedError, JobLockedError,
+ * DistributedError, InternalError, ...), or, as it is, what a listener, hook, sampler, dims
+ * provider or callback of the caller threw.
  */
 export async function learn(config: LearnerConfig, options: LearnOptions = {}): Promise<LearnResult> {
   const job = jobOf(config, options.workspace ?? defaultWorkspace());
