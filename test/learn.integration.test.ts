@@ -127,13 +127,27 @@ describe("learn() through the native binding", () => {
     expect(stoppedAt).toBeLessThan(1000 * 100_000);
   });
 
-  it("surfaces a throwing callback as the rejection, not a crash", async () => {
-    const running = run(demoLearner({ max_epochs: 2, steps_per_epoch: 5 }), {
-      onEpoch: () => {
-        throw new Error("listener failed");
+  it("rethrows what a callback threw, as it is, and stops the run at once", async () => {
+    const thrown = new RangeError("listener failed");
+    const epochs: number[] = [];
+    const running = run(demoLearner({ max_epochs: 50, steps_per_epoch: 5 }), {
+      onEpoch: (report) => {
+        epochs.push(report.epoch);
+        throw thrown;
       },
     });
-    await expect(running).rejects.toThrow("listener failed");
+    await expect(running).rejects.toBe(thrown);
+    expect(epochs).toEqual([1]);
+  });
+
+  it("stops the run when onProgress throws, and rethrows that error", async () => {
+    const thrown = new Error("progress display broke");
+    const running = run(demoLearner({ max_epochs: 1000, steps_per_epoch: 100_000 }), {
+      onProgress: () => {
+        throw thrown;
+      },
+    });
+    await expect(running).rejects.toBe(thrown);
   });
 
   it("lets node exit once learn() has resolved", () => {

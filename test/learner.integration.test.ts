@@ -130,16 +130,42 @@ describe("listeners", () => {
     expect(result.listeners.rec).toEqual({ last: 3 });
   });
 
+  it("score with the model being trained, as it is at that epoch", async () => {
+    const { CallbackError, loadModel } = await import("../ts/index.js");
+    const rows = Array.from({ length: 40 }, (_, i) => Float32Array.from({ length: 16 }, (_, j) => Math.sin(i * 7 + j)));
+    const scored: Float32Array[] = [];
+    let keep: ((records: Float32Array[]) => Promise<Float32Array>) | undefined;
+    const Scoring = defineListener("tests.OwnValidation", {}, {
+      async call(_self, state) {
+        const scores = await state.model.score(rows);
+        scored.push(scores);
+        keep = (records) => state.model.score(records);
+        // A metric of its own from the scores: the share of rows scored above the first.
+        const above = scores.filter((s) => s > scores[0]!).length / scores.length;
+        return { status: "NO_DECISION", metrics: { "own/above_first": above } };
+      },
+    });
+    const base = demoLearner({ max_epochs: 3, steps_per_epoch: 20 });
+    const result = await learn(Learner.C({ ...base, listeners: [Scoring.C({ id: "own" })] }), { workspace: workspace(), quiet: true });
+    expect(scored).toHaveLength(3);
+    expect(scored[0]).not.toEqual(scored[2]);
+    expect(result.epochs[2]!.metrics["own/above_first"]).toBeCloseTo(scored[2]!.filter((s) => s > scored[2]![0]!).length / 40, 6);
+    // The last epoch's scores are those of the learned model.
+    const learned = loadModel(result.learned_model!, { device: "cpu" }).score(rows);
+    scored[2]!.forEach((s, i) => expect(s).toBeCloseTo(learned[i]!, 5));
+    // Outside its call() the listener has no model to score with.
+    await expect(keep!(rows)).rejects.toBeInstanceOf(CallbackError);
+  });
+
   it("reports a failing TypeScript listener as the run's error", async () => {
+    const exploded = new Error("listener exploded");
     const Broken = defineListener("tests.Broken", {}, {
       call() {
-        throw new Error("listener exploded");
+        throw exploded;
       },
     });
     const base = demoLearner({ max_epochs: 3, steps_per_epoch: 2 });
-    await expect(learn(Learner.C({ ...base, listeners: [Broken.C({ id: "broken" })] }), { workspace: workspace() })).rejects.toThrow(
-      'listener "broken": listener exploded',
-    );
+    await expect(learn(Learner.C({ ...base, listeners: [Broken.C({ id: "broken" })] }), { workspace: workspace() })).rejects.toBe(exploded);
   });
 
   it("stops early_stop epochs after the lowest validation loss and returns that epoch's model", async () => {
@@ -393,6 +419,8 @@ describe("LETOR files", () => {
     const error = await learn(config, { workspace: dir }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(DataError);
     expect((error as Error).message).toMatch(new RegExp(`^${file}:1234:\\d+: `));
+    expect(error).toMatchObject({ file, line: 1234 });
+    expect((error as InstanceType<typeof DataError>).column).toBeGreaterThan(0);
   });
 });
 
@@ -424,16 +452,34 @@ describe("hooks written in TypeScript", () => {
     ]);
   });
 
+  it("see no step after onEpoch threw: the run stops at once", async () => {
+    const { defineHook } = await import("../ts/index.js");
+    const steps: number[] = [];
+    const Counter = defineHook("tests.StepCounter", {}, { kind: "step", after: (_self, s) => void steps.push(s.step) });
+    const config = withTrainer(demoLearner({ max_epochs: 50, steps_per_epoch: 4 }), { hooks: [HingeLoss.C({}), Counter.C({})] });
+    const thrown = new TypeError("enough");
+    const running = learn(config, {
+      workspace: workspace(),
+      quiet: true,
+      onEpoch: () => {
+        throw thrown;
+      },
+    });
+    await expect(running).rejects.toBe(thrown);
+    expect(steps).toEqual([1, 2, 3, 4]);
+  });
+
   it("stop the run with their error", async () => {
     const { defineHook } = await import("../ts/index.js");
+    const gaveUp = new Error("hook gave up");
     const Failing = defineHook("tests.FailingHook", {}, {
       kind: "step",
       after(_self, s) {
-        if (s.step === 3) throw new Error("hook gave up");
+        if (s.step === 3) throw gaveUp;
       },
     });
     const config = withTrainer(demoLearner({ max_epochs: 2, steps_per_epoch: 2 }), { hooks: [HingeLoss.C({}), Failing.C({})] });
-    await expect(learn(config, { workspace: workspace() })).rejects.toThrow('hook "0:tests.FailingHook" (after): hook gave up');
+    await expect(learn(config, { workspace: workspace() })).rejects.toBe(gaveUp);
   });
 });
 

@@ -19,21 +19,87 @@ export class ConfigError extends XpmTorchError {
   }
 }
 
-/** A data file is malformed; the message starts with `file:line:column`. */
+/** A data file is malformed at `file:line:column` (1-based); the message starts with them. */
 export class DataError extends XpmTorchError {
-  constructor(message: string) {
+  readonly file: string;
+  readonly line: number;
+  readonly column: number;
+
+  constructor(message: string, where: { readonly file: string; readonly line: number; readonly column: number }) {
     super("ERR_DATA", message);
+    this.file = where.file;
+    this.line = where.line;
+    this.column = where.column;
   }
 }
 
-/** libtorch raised an exception during the run (shape mismatch, out of memory, ...). */
+/** libtorch raised an exception during the run (shape mismatch, ...). */
 export class TorchError extends XpmTorchError {
-  constructor(message: string) {
-    super("ERR_TORCH", message);
+  constructor(message: string, code = "ERR_TORCH") {
+    super(code, message);
   }
 }
 
-/** The Rust core panicked; the run is lost, the process is not. Please report it. */
+/** libtorch ran out of memory (CUDA, cuBLAS, cuDNN or the CPU allocator): reduce the batch or the model. */
+export class OutOfMemoryError extends TorchError {
+  constructor(message: string) {
+    super(message, "ERR_OUT_OF_MEMORY");
+  }
+}
+
+/** Gradients or scores became NaN or infinite at global step `step`. */
+export class NonFiniteError extends XpmTorchError {
+  readonly step: number;
+  /** What was not finite. */
+  readonly what: string;
+
+  constructor(message: string, step: number, what: string) {
+    super("ERR_NON_FINITE", message);
+    this.step = step;
+    this.what = what;
+  }
+}
+
+/** A checkpoint (or saved model) cannot be read or written, or does not fit the run. */
+export class CheckpointError extends XpmTorchError {
+  /** The checkpoint, directory or file at fault. */
+  readonly checkpoint: string;
+
+  constructor(message: string, checkpoint: string) {
+    super("ERR_CHECKPOINT", message);
+    this.checkpoint = checkpoint;
+  }
+}
+
+/** Reading or writing `path` failed. */
+export class FileError extends XpmTorchError {
+  readonly path: string;
+
+  constructor(message: string, path: string) {
+    super("ERR_IO", message);
+    this.path = path;
+  }
+}
+
+/** Something valid was asked that this build or machine does not offer (a dtype, a device). */
+export class UnsupportedError extends XpmTorchError {
+  constructor(message: string) {
+    super("ERR_UNSUPPORTED", message);
+  }
+}
+
+/**
+ * A part of the run written in JavaScript failed without an exception of its own to rethrow
+ * (it answered badly, or could not be reached). Exceptions thrown by listeners, hooks, samplers
+ * and `learn()`'s callbacks are rethrown as they are.
+ */
+export class CallbackError extends XpmTorchError {
+  constructor(message: string) {
+    super("ERR_CALLBACK", message);
+  }
+}
+
+/** A bug in xpm-torch (the Rust core panicked); the run is lost, the process is not. Please report it. */
 export class InternalError extends XpmTorchError {
   constructor(message: string) {
     super("ERR_PANIC", message);
@@ -51,20 +117,48 @@ export class CancelledError extends XpmTorchError {
 export class InterruptedError extends XpmTorchError {
   /** The checkpoint written. */
   readonly checkpoint: string;
+  /** The global step reached (absent when the run stopped before its first step). */
+  readonly step: number | undefined;
 
-  constructor(message: string, checkpoint: string) {
+  constructor(message: string, checkpoint: string, step?: number) {
     super("ERR_INTERRUPTED", message);
     this.checkpoint = checkpoint;
+    this.step = step;
   }
+}
+
+/** What the core knows of a distributed failure. */
+export interface DistributedFailure {
+  /** `environment` (the launch variables), `rendezvous` or `collective`. */
+  readonly reason?: "environment" | "rendezvous" | "collective";
+  /** The environment variable at fault. */
+  readonly variable?: string;
+  readonly rank?: number;
+  readonly worldSize?: number;
+  /** `MASTER_ADDR:MASTER_PORT` of a failed rendezvous. */
+  readonly master?: string;
+  /** The collective that failed (`all_reduce`, `broadcast`, ...). */
+  readonly operation?: string;
+  /** Ranks known to have exited. */
+  readonly deadRanks?: readonly number[];
 }
 
 /**
  * A distributed run failed: a rank died or hung, the rendezvous failed, or the launch
- * environment is wrong. The message names the rank.
+ * environment is wrong. The message names the rank; the fields say what the core knew.
  */
-export class DistributedError extends XpmTorchError {
-  constructor(message: string) {
+export class DistributedError extends XpmTorchError implements DistributedFailure {
+  readonly reason?: DistributedFailure["reason"];
+  readonly variable?: string;
+  readonly rank?: number;
+  readonly worldSize?: number;
+  readonly master?: string;
+  readonly operation?: string;
+  readonly deadRanks?: readonly number[];
+
+  constructor(message: string, failure: DistributedFailure = {}) {
     super("ERR_DISTRIBUTED", message);
+    Object.assign(this, failure);
   }
 }
 
@@ -82,33 +176,65 @@ export class AddonNotFoundError extends XpmTorchError {
   }
 }
 
-/** The error shape the native binding resolves with when a job fails. */
-export interface NativeErrorPayload {
-  code: string;
-  message: string;
-  path?: string;
-  detail?: string;
-  checkpoint?: string;
+/** The error shape the native binding resolves with when a job fails (see `Error::payload` in the core). */
+export interface NativeErrorPayload extends DistributedFailure {
+  readonly code: string;
+  readonly message: string;
+  /** The message without its prefix (`path: `, `file:line:column: `, ...). */
+  readonly detail?: string;
+  /** The config path (ERR_CONFIG) or the file (ERR_IO). */
+  readonly path?: string;
+  readonly checkpoint?: string;
+  readonly file?: string;
+  readonly line?: number;
+  readonly column?: number;
+  readonly step?: number;
+  readonly what?: string;
 }
 
-/** Turns a native error payload into the matching typed error. */
+/** Turns a native error payload into the matching typed error, with its fields. */
 export function fromNative(error: NativeErrorPayload): XpmTorchError {
+  const { message } = error;
   switch (error.code) {
     case "ERR_CONFIG":
-      return new ConfigError(error.path ?? "learner", error.detail ?? error.message);
+      return new ConfigError(error.path ?? "learner", error.detail ?? message);
     case "ERR_TORCH":
-      return new TorchError(error.message);
+      return new TorchError(message);
+    case "ERR_OUT_OF_MEMORY":
+      return new OutOfMemoryError(message);
     case "ERR_DATA":
-      return new DataError(error.message);
+      return new DataError(message, { file: error.file ?? "", line: error.line ?? 0, column: error.column ?? 0 });
+    case "ERR_NON_FINITE":
+      return new NonFiniteError(message, error.step ?? 0, error.what ?? "");
+    case "ERR_CHECKPOINT":
+      return new CheckpointError(message, error.checkpoint ?? "");
+    case "ERR_IO":
+      return new FileError(message, error.path ?? "");
+    case "ERR_UNSUPPORTED":
+      return new UnsupportedError(message);
+    case "ERR_CALLBACK":
+      return new CallbackError(message);
     case "ERR_PANIC":
-      return new InternalError(error.message);
+      return new InternalError(message);
     case "ERR_CANCELLED":
-      return new CancelledError(error.message);
+      return new CancelledError(message);
     case "ERR_INTERRUPTED":
-      return new InterruptedError(error.message, error.checkpoint ?? "");
-    case "ERR_DISTRIBUTED":
-      return new DistributedError(error.message);
+      return new InterruptedError(message, error.checkpoint ?? "", error.step);
+    case "ERR_DISTRIBUTED": {
+      const { reason, variable, rank, worldSize, master, operation, deadRanks } = error;
+      const failure = Object.fromEntries(
+        Object.entries({ reason, variable, rank, worldSize, master, operation, deadRanks }).filter(([, v]) => v !== undefined),
+      ) as DistributedFailure;
+      return new DistributedError(message, failure);
+    }
     default:
-      return new XpmTorchError(error.code, error.message);
+      return new XpmTorchError(error.code, message);
   }
+}
+
+/** Parses an outcome the binding resolved with, throwing the typed error of a failed job. */
+export function unwrapOutcome<T>(json: string): T {
+  const outcome = JSON.parse(json) as { ok: true; output: T } | { ok: false; error: NativeErrorPayload };
+  if (!outcome.ok) throw fromNative(outcome.error);
+  return outcome.output;
 }

@@ -41,6 +41,7 @@ export {
   defineListener,
   type ListenerBehaviour,
   type ListenerDecision,
+  type ListenerModel,
   type ListenerReply,
   type ListenerState,
 } from "./listeners.js";

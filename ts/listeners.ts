@@ -2,12 +2,25 @@ import { type ClassOptions, type ConfigClass, defineConfig, lookupByClass } from
 import { LearnerListener } from "./config/classes/learner.js";
 import type { Params, ValuesOf } from "./config/declare.js";
 import type { Config } from "./config/class.js";
+import type { FeatureRecords, TokenPair } from "./model.js";
 
 /** A listener's vote: training stops when one says STOP and none says DONT_STOP. */
 export type ListenerDecision = "NO_DECISION" | "STOP" | "DONT_STOP";
 
+/** The model being trained, as a listener written in TypeScript sees it. */
+export interface ListenerModel {
+  /**
+   * One score per record (feature vectors, or (query, document) token-id pairs) by the model
+   * as it is now, in evaluation mode and without gradients: for a validation of your own.
+   * Await it inside `call()`; the training waits meanwhile.
+   */
+  score(records: FeatureRecords | readonly TokenPair[]): Promise<Float32Array>;
+}
+
 /** What a listener sees after an epoch. */
 export interface ListenerState {
+  /** The model being trained. */
+  readonly model: ListenerModel;
   /** The epoch that just ended, from 1. */
   readonly epoch: number;
   /** The global step. */

@@ -6,8 +6,7 @@ import type { ConfigOf, InstanceOf } from "./config/class.js";
 import type { Module } from "./config/classes/base.js";
 import type { ModuleLoader } from "./config/classes/module.js";
 import { toWire } from "./config/wire.js";
-import { XpmTorchError } from "./errors.js";
-import { unwrapOutcome } from "./learn.js";
+import { CheckpointError, XpmTorchError, unwrapOutcome } from "./errors.js";
 import { loadNative } from "./native.js";
 import { readParamsJson } from "./workspace/params-json.js";
 
@@ -90,15 +89,12 @@ const WEIGHTS = "model.safetensors";
 /** The weights file of a path: the file itself, `<dir>/model.safetensors` or `<dir>/model/model.safetensors`. */
 function weightsFile(path: string): string {
   const full = resolve(path);
-  if (!existsSync(full)) throw new XpmTorchError("ERR_CHECKPOINT", `${full}: no such file or directory`);
+  if (!existsSync(full)) throw new CheckpointError(`${full}: no such file or directory`, full);
   if (statSync(full).isFile()) return full;
   for (const candidate of [join(full, WEIGHTS), join(full, "model", WEIGHTS)]) {
     if (existsSync(candidate)) return candidate;
   }
-  throw new XpmTorchError(
-    "ERR_CHECKPOINT",
-    `${full}: holds neither ${WEIGHTS} nor model/${WEIGHTS}; give a run's learned_model, a checkpoint or a best directory`,
-  );
+  throw new CheckpointError(`${full}: holds neither ${WEIGHTS} nor model/${WEIGHTS}; give a run's learned_model, a checkpoint or a best directory`, full);
 }
 
 /** The model configuration in the params.json of the job above `weights`. */
@@ -190,13 +186,25 @@ export function loadModel(source: string | ModuleLoaderConfig | ModelConfig, opt
 
   function scoreRecords(records: FeatureRecords | readonly TokenPair[]): Float32Array {
     if (records.length === 0) return new Float32Array(0);
-    if (isTextPairs(records)) return scoreText(records);
-    const width = records[0]!.length;
-    const values = new Float32Array(records.length * width);
-    records.forEach((row, i) => {
-      if (row.length !== width) throw new XpmTorchError("ERR_CONFIG", `records[${i}]: ${row.length} features where records[0] has ${width}`);
-      values.set(row, i * width);
-    });
-    return Float32Array.from(unwrapOutcome<number[]>(handle.scoreFeatures(values, records.length, width, batchSize)));
+    const rows = scoreRows(records);
+    const outcome =
+      "tokenPairsJson" in rows
+        ? handle.scoreText(rows.tokenPairsJson, batchSize)
+        : handle.scoreFeatures(rows.features, rows.rows, rows.features.length / rows.rows, batchSize);
+    return Float32Array.from(unwrapOutcome<number[]>(outcome));
   }
+}
+
+/** Records as the binding scores them: feature vectors row after row, or token-id pairs as JSON. */
+export function scoreRows(
+  records: FeatureRecords | readonly TokenPair[],
+): { readonly features: Float32Array; readonly rows: number } | { readonly tokenPairsJson: string } {
+  if (isTextPairs(records)) return { tokenPairsJson: JSON.stringify([records.map((p) => p.query), records.map((p) => p.document)]) };
+  const width = records[0]?.length ?? 0;
+  const values = new Float32Array(records.length * width);
+  records.forEach((row, i) => {
+    if (row.length !== width) throw new XpmTorchError("ERR_CONFIG", `records[${i}]: ${row.length} features where records[0] has ${width}`);
+    values.set(row, i * width);
+  });
+  return { features: values, rows: records.length };
 }

@@ -7,13 +7,43 @@ import { fileURLToPath } from "node:url";
 import { AddonNotFoundError, LibtorchNotFoundError } from "./errors.js";
 import { type LibtorchInstall, locateLibtorch, notFoundMessage } from "./libtorch/locate.js";
 
+/** A call from the training thread into JavaScript, answered by a Promise (see ts/bridge.ts). */
+export interface ForeignCall {
+  /** `epoch`, `listener`, `hook` or `data`. */
+  readonly kind: string;
+  /** The request as JSON. */
+  readonly json: string;
+  /** Arrays handed over (records for a dims provider), by name. */
+  readonly floats?: Record<string, Float32Array>;
+  readonly ints?: Record<string, Int32Array>;
+}
+
+/** The answer to a foreign call: `failed` when the user's code threw, else JSON and arrays. */
+export interface ForeignReply {
+  readonly failed?: string;
+  readonly json?: string;
+  readonly floats?: Readonly<Record<string, Float32Array>>;
+  readonly ints?: Readonly<Record<string, Int32Array>>;
+}
+
+/** One training run of the addon; `cancel()` stops it after its current step, with a checkpoint. */
+export interface LearnRun {
+  cancel(): void;
+}
+
 /** The functions the Rust addon exports (see crates/node-binding). */
 export interface NativeBinding {
-  learn(configJson: string, onEvent?: ((event: string) => void) | null, runId?: number): Promise<string>;
-  cancelLearn(runId: number): boolean;
+  LearnRun: new () => LearnRun;
+  learn(
+    configJson: string,
+    run: LearnRun,
+    reporter?: ((event: string) => void) | null,
+    foreign?: ((call: ForeignCall) => Promise<ForeignReply>) | null,
+  ): Promise<string>;
+  scoreDuringRun(run: LearnRun, request: { features?: Float32Array; rows?: number; tokenPairsJson?: string }): Promise<string>;
   panicInTrainingThread(message: string): Promise<string>;
+  errorSamples(): string[];
   readConfig(configJson: string): string;
-  reply(replyId: number, replyJson: string): boolean;
   runtimeInfo(): string;
   bindRendezvousSocket(host: string): { fd: number; port: number };
 }

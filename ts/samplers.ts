@@ -84,15 +84,17 @@ export interface InMemoryArrays {
   readonly queries: ArrayLike<number | string>;
 }
 
-/** The packed form the core receives. */
-interface PackedDataset {
-  readonly numFeatures: number;
-  readonly features: string;
-  readonly relevance: number[];
-  readonly queryBounds: number[];
+/**
+ * Records or arrays as they cross to the core and back: JSON beside typed arrays, which the
+ * binding copies as they are (no text encoding).
+ */
+export interface Packed {
+  readonly json: Readonly<Record<string, unknown>>;
+  readonly floats?: Readonly<Record<string, Float32Array>>;
+  readonly ints?: Readonly<Record<string, Int32Array>>;
 }
 
-const arrays = new WeakMap<object, PackedDataset>();
+const arrays = new WeakMap<object, Packed>();
 
 /** A learning-to-rank dataset held in TypedArrays, copied once to the core when a run starts. */
 export function inMemoryLtrDataset(data: InMemoryArrays): ConfigOf<typeof InMemoryLtrDataset> {
@@ -118,50 +120,62 @@ export function inMemoryLtrDataset(data: InMemoryArrays): ConfigOf<typeof InMemo
   }
   if (docs === 0) throw new RangeError("inMemoryLtrDataset: no document");
   const config = InMemoryLtrDataset.C({ id: data.id, num_features: data.numFeatures });
-  const bytes = Buffer.from(data.features.buffer, data.features.byteOffset, data.features.byteLength);
-  arrays.set(config, { numFeatures: data.numFeatures, features: bytes.toString("base64"), relevance, queryBounds });
+  arrays.set(config, {
+    json: { numFeatures: data.numFeatures },
+    // Copied now: the data is that of the moment the configuration was made.
+    floats: { features: data.features.slice() },
+    ints: { relevance: Int32Array.from(relevance), queryBounds: Int32Array.from(queryBounds) },
+  });
   return config;
 }
 
 /** The arrays of an in-memory dataset, as the core reads them. */
-export function packedDataset(config: object): PackedDataset | undefined {
+export function packedDataset(config: object): Packed | undefined {
   return arrays.get(config);
 }
 
-const base64 = (values: ArrayLike<number>[], what: string): string => {
+/** Rows of the same width, one after the other. */
+const rowsTogether = (values: ArrayLike<number>[], what: string): Float32Array => {
   const width = values[0]?.length ?? 0;
   const out = new Float32Array(values.length * width);
   values.forEach((v, i) => {
     if (v.length !== width) throw new RangeError(`${what}: record ${i} has ${v.length} values, the first had ${width}`);
     out.set(v, i * width);
   });
-  return Buffer.from(out.buffer).toString("base64");
+  return out;
 };
 
-function tokens(values: ArrayLike<number>[], name: string): Record<string, number[]> {
-  const ids: number[] = [];
-  const lengths: number[] = [];
+/** Token sequences as their ids one after the other and their lengths. */
+function tokens(values: ArrayLike<number>[], name: string): Record<string, Int32Array> {
+  const lengths = Int32Array.from(values, (v) => v.length);
+  const ids = new Int32Array(lengths.reduce((sum, l) => sum + l, 0));
+  let at = 0;
   for (const v of values) {
-    for (let i = 0; i < v.length; i++) ids.push(v[i]!);
-    lengths.push(v.length);
+    ids.set(v, at);
+    at += v.length;
   }
   return { [name]: ids, [`${name}Lengths`]: lengths };
 }
 
 /** Records of one kind, packed for the core. */
-export function packRecords(kind: SamplerKind, records: readonly unknown[]): Record<string, unknown> {
+export function packRecords(kind: SamplerKind, records: readonly unknown[]): Packed {
   const count = records.length;
   if (kind === "pairwise") {
     const rs = records as PairwiseRecord[];
-    return { type: "pairwise", count, positive: base64(rs.map((r) => r.positive), "positive"), negative: base64(rs.map((r) => r.negative), "negative") };
+    const floats = { positive: rowsTogether(rs.map((r) => r.positive), "positive"), negative: rowsTogether(rs.map((r) => r.negative), "negative") };
+    return { json: { type: "pairwise", count }, floats };
   }
   if (kind === "pointwise") {
     const rs = records as PointwiseRecord[];
-    return { type: "pointwise", count, features: base64(rs.map((r) => r.features), "features"), relevance: base64([rs.map((r) => r.relevance)], "relevance") };
+    const floats = { features: rowsTogether(rs.map((r) => r.features), "features"), relevance: Float32Array.from(rs, (r) => r.relevance) };
+    return { json: { type: "pointwise", count }, floats };
   }
   const rs = records as TripletRecord[];
-  return { type: "triplets", count, ...tokens(rs.map((r) => r.query), "query"), ...tokens(rs.map((r) => r.positive), "positive"), ...tokens(rs.map((r) => r.negative), "negative") };
+  const ints = { ...tokens(rs.map((r) => r.query), "query"), ...tokens(rs.map((r) => r.positive), "positive"), ...tokens(rs.map((r) => r.negative), "negative") };
+  return { json: { type: "triplets", count }, ints };
 }
+
+const NOT_SYNC = Symbol("not a plain generator");
 
 /**
  * The endless record stream of one TypeScript sampler (its passes one after the other), read
@@ -169,6 +183,7 @@ export function packRecords(kind: SamplerKind, records: readonly unknown[]): Rec
  */
 export class RecordStream {
   private iterator: AsyncIterator<unknown> | Iterator<unknown> | undefined;
+  private isAsync = false;
   private pass = 0;
   private inPass = 0;
   /** Records of this rank already handed out. */
@@ -183,7 +198,8 @@ export class RecordStream {
 
   private open(pass: number): void {
     const iterable = this.behaviour.records(this.config, { seed: this.seed, pass });
-    this.iterator = Symbol.asyncIterator in iterable ? iterable[Symbol.asyncIterator]() : (iterable as Iterable<unknown>)[Symbol.iterator]();
+    this.isAsync = Symbol.asyncIterator in iterable;
+    this.iterator = this.isAsync ? (iterable as AsyncIterable<unknown>)[Symbol.asyncIterator]() : (iterable as Iterable<unknown>)[Symbol.iterator]();
     this.pass = pass;
     this.inPass = 0;
   }
@@ -210,12 +226,37 @@ export class RecordStream {
       this.global = 0;
       this.local = 0;
       while (this.local < start) {
-        await this.nextOfRank(rank, world);
+        if (this.takeSync(rank, world) === NOT_SYNC) await this.nextOfRank(rank, world);
       }
     }
     const out: unknown[] = [];
-    while (out.length < count) out.push(await this.nextOfRank(rank, world));
+    while (out.length < count) {
+      // A plain generator is read without a microtask per record.
+      const record = this.takeSync(rank, world);
+      out.push(record === NOT_SYNC ? await this.nextOfRank(rank, world) : record);
+    }
     return out;
+  }
+
+  /** The next record of this rank when the generator is a plain one, else NOT_SYNC. */
+  private takeSync(rank: number, world: number): unknown {
+    if (this.iterator === undefined) this.open(0);
+    if (this.isAsync) return NOT_SYNC;
+    const iterator = this.iterator as Iterator<unknown>;
+    for (;;) {
+      const step = iterator.next();
+      if (step.done) {
+        if (this.inPass === 0) throw new Error(`pass ${this.pass} yielded no record`);
+        this.open(this.pass + 1);
+        return this.takeSync(rank, world);
+      }
+      this.inPass += 1;
+      this.global += 1;
+      if ((this.global - 1) % world === rank) {
+        this.local += 1;
+        return step.value;
+      }
+    }
   }
 
   private async nextOfRank(rank: number, world: number): Promise<unknown> {
@@ -263,34 +304,30 @@ export function dimsProviderBehaviour(config: object): DimsProviderBehaviour<obj
   return lookupByClass(dimsBehaviours, config) as DimsProviderBehaviour<object, SamplerKind> | undefined;
 }
 
-const floatsOf = (text: string): Float32Array => {
-  const bytes = Buffer.from(text, "base64");
-  return new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
-};
-
 const rowsOf = (values: Float32Array, count: number): Float32Array[] => {
   const width = count === 0 ? 0 : values.length / count;
   return Array.from({ length: count }, (_, i) => values.subarray(i * width, (i + 1) * width));
 };
 
-const sequencesOf = (packed: Record<string, unknown>, name: string): number[][] => {
-  const ids = packed[name] as number[];
-  const lengths = packed[`${name}Lengths`] as number[];
+const sequencesOf = (packed: Packed, name: string): number[][] => {
+  const ids = packed.ints?.[name] ?? new Int32Array();
+  const lengths = packed.ints?.[`${name}Lengths`] ?? new Int32Array();
   let at = 0;
-  return lengths.map((len) => ids.slice(at, (at += len)));
+  return Array.from(lengths, (len) => Array.from(ids.subarray(at, (at += len))));
 };
 
 /** Records packed by the core (the inverse of {@link packRecords}). */
-export function unpackRecords(packed: Record<string, unknown>): unknown[] {
-  const count = packed.count as number;
-  if (packed.type === "pairwise") {
-    const positive = rowsOf(floatsOf(packed.positive as string), count);
-    const negative = rowsOf(floatsOf(packed.negative as string), count);
+export function unpackRecords(packed: Packed): unknown[] {
+  const count = packed.json.count as number;
+  const floats = (name: string): Float32Array => packed.floats?.[name] ?? new Float32Array();
+  if (packed.json.type === "pairwise") {
+    const positive = rowsOf(floats("positive"), count);
+    const negative = rowsOf(floats("negative"), count);
     return positive.map((p, i) => ({ positive: p, negative: negative[i]! }));
   }
-  if (packed.type === "pointwise") {
-    const features = rowsOf(floatsOf(packed.features as string), count);
-    const relevance = floatsOf(packed.relevance as string);
+  if (packed.json.type === "pointwise") {
+    const features = rowsOf(floats("features"), count);
+    const relevance = floats("relevance");
     return features.map((f, i) => ({ features: f, relevance: relevance[i]! }));
   }
   const [query, positive, negative] = ["query", "positive", "negative"].map((n) => sequencesOf(packed, n));

@@ -73,6 +73,10 @@ pub enum Error {
     /// A distributed run failed: its environment, rendezvous or a collective.
     #[error(transparent)]
     Distributed(#[from] crate::distributed::DistributedError),
+    /// What was asked is valid but not available here (a dtype, a device, a size libtorch's
+    /// interfaces cannot take): not a bug, and not fixed by changing the configuration alone.
+    #[error("unsupported: {0}")]
+    Unsupported(String),
 }
 
 impl Error {
@@ -80,6 +84,9 @@ impl Error {
     pub fn code(&self) -> &'static str {
         match self {
             Error::Config { .. } => "ERR_CONFIG",
+            Error::Torch(_) if crate::batching::memory::is_out_of_memory(self) => {
+                "ERR_OUT_OF_MEMORY"
+            }
             Error::Torch(_) => "ERR_TORCH",
             Error::Panic(_) => "ERR_PANIC",
             Error::Cancelled => "ERR_CANCELLED",
@@ -90,7 +97,65 @@ impl Error {
             Error::Data { .. } => "ERR_DATA",
             Error::Checkpoint { .. } => "ERR_CHECKPOINT",
             Error::Distributed(_) => "ERR_DISTRIBUTED",
+            Error::Unsupported(_) => "ERR_UNSUPPORTED",
         }
+    }
+
+    /// The error as data for the binding: `code`, the full `message`, and each field of the
+    /// variant under a stable camelCase name (`detail` is the message without its prefix).
+    /// TypeScript builds its error classes from these fields.
+    pub fn payload(&self) -> serde_json::Value {
+        use crate::distributed::DistributedError as D;
+        use serde_json::json;
+        let fields = match self {
+            Error::Config { path, message } => json!({ "path": path, "detail": message }),
+            Error::Torch(message) => json!({ "detail": message.0 }),
+            Error::Panic(message) | Error::Callback(message) | Error::Unsupported(message) => {
+                json!({ "detail": message })
+            }
+            Error::Cancelled => json!({}),
+            Error::Interrupted { step, checkpoint } => {
+                json!({ "step": step, "checkpoint": checkpoint })
+            }
+            Error::Io { path, message } => json!({ "path": path, "detail": message }),
+            Error::NonFinite { step, what } => json!({ "step": step, "what": what }),
+            Error::Checkpoint { what, message } => {
+                json!({ "checkpoint": what, "detail": message })
+            }
+            Error::Data {
+                file,
+                line,
+                column,
+                message,
+            } => json!({ "file": file, "line": line, "column": column, "detail": message }),
+            Error::Distributed(D::Env { variable, message }) => {
+                json!({ "reason": "environment", "variable": variable, "detail": message })
+            }
+            Error::Distributed(D::Rendezvous {
+                rank,
+                world,
+                master,
+                message,
+            }) => json!({
+                "reason": "rendezvous", "rank": rank, "worldSize": world, "master": master,
+                "detail": message,
+            }),
+            Error::Distributed(D::Collective {
+                rank,
+                world,
+                operation,
+                dead_ranks,
+                message,
+            }) => json!({
+                "reason": "collective", "rank": rank, "worldSize": world,
+                "operation": operation, "deadRanks": dead_ranks, "detail": message,
+            }),
+        };
+        let mut payload = json!({ "code": self.code(), "message": self.to_string() });
+        if let (Some(out), serde_json::Value::Object(fields)) = (payload.as_object_mut(), fields) {
+            out.extend(fields);
+        }
+        payload
     }
 
     /// An I/O error on `path`.
@@ -157,5 +222,44 @@ mod tests {
             "libtorch error: mat1 and mat2 shapes cannot be multiplied (4x3 and 5x2)"
         );
         assert_eq!(err.code(), "ERR_TORCH");
+    }
+
+    #[test]
+    fn payloads_carry_every_field() {
+        let data = Error::Data {
+            file: "train.txt".into(),
+            line: 3,
+            column: 7,
+            message: "bad label".into(),
+        };
+        assert_eq!(
+            data.payload(),
+            serde_json::json!({
+                "code": "ERR_DATA", "message": "train.txt:3:7: bad label",
+                "file": "train.txt", "line": 3, "column": 7, "detail": "bad label",
+            })
+        );
+        let collective = Error::Distributed(crate::distributed::DistributedError::Collective {
+            rank: 1,
+            world: 2,
+            operation: "all_reduce",
+            dead_ranks: vec![0],
+            message: "peer gone".into(),
+        });
+        let payload = collective.payload();
+        assert_eq!(payload["code"], "ERR_DISTRIBUTED");
+        assert_eq!(payload["deadRanks"], serde_json::json!([0]));
+        assert_eq!(payload["operation"], "all_reduce");
+    }
+
+    #[test]
+    fn running_out_of_memory_has_a_code_of_its_own() {
+        let oom: Error = tch::TchError::Torch(
+            "CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 15.78 GiB total capacity)"
+                .into(),
+        )
+        .into();
+        assert_eq!(oom.code(), "ERR_OUT_OF_MEMORY");
+        assert_eq!(oom.payload()["code"], "ERR_OUT_OF_MEMORY");
     }
 }

@@ -73,7 +73,8 @@ pub(crate) fn fused_adam(
         ));
     }
     let lists = [params, grads, exp_avgs, exp_avg_sqs, steps].map(handles);
-    let n = c_int::try_from(n).map_err(|_| Error::Panic("fused_adam: too many tensors".into()))?;
+    let n = c_int::try_from(n)
+        .map_err(|_| Error::Unsupported("fused Adam over more than 2^31 tensors".into()))?;
     // SAFETY: every pointer is a live tch tensor handle (an `at::Tensor*`) for the whole call,
     // and the lists have `n` entries.
     let message = unsafe {

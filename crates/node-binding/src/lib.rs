@@ -2,8 +2,8 @@
 //! here; see `xpm-torch-core`.
 #![deny(clippy::all)]
 
+mod bridge;
 mod contract;
-mod events;
 mod learn;
 mod model;
 mod outcome;

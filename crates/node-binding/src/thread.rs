@@ -7,7 +7,7 @@ use xpm_torch_core::Error;
 
 use crate::outcome;
 
-type Deferred = JsDeferred<String, Box<dyn FnOnce(Env) -> napi::Result<String>>>;
+pub type Deferred = JsDeferred<String, Box<dyn FnOnce(Env) -> napi::Result<String>>>;
 
 /// Runs `job` on a thread of its own (never the JS thread nor the libuv pool) and returns a
 /// Promise of its outcome JSON. A panic in `job` rejects nothing and crashes nothing: it

@@ -2,6 +2,7 @@
 //! records per request, so the loop never waits on JavaScript per record) and datasets held in
 //! TypedArrays (copied once, when the run is built).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde_json::{json, Value};
@@ -13,73 +14,75 @@ use super::{
 };
 use crate::{Error, Result};
 
+/// A request to, or a reply from, the JavaScript side: JSON beside numeric arrays, which cross
+/// as typed arrays (`Float32Array`, `Int32Array`) and are never encoded as text.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct JsMessage {
+    /// Everything but the arrays.
+    pub json: Value,
+    /// Float arrays by name.
+    pub floats: BTreeMap<String, Vec<f32>>,
+    /// Integer arrays (token ids, lengths, grades, bounds) by name.
+    pub ints: BTreeMap<String, Vec<i32>>,
+}
+
+impl JsMessage {
+    /// A message of JSON alone.
+    pub fn json(json: Value) -> Self {
+        JsMessage {
+            json,
+            ..JsMessage::default()
+        }
+    }
+
+    /// The float array `field`.
+    ///
+    /// # Errors
+    /// [`Error::Callback`] naming `what` when it is absent.
+    pub fn floats(&self, field: &str, what: &str) -> Result<&[f32]> {
+        self.floats
+            .get(field)
+            .map(Vec::as_slice)
+            .ok_or_else(|| Error::Callback(format!("{what}: the reply has no {field}")))
+    }
+
+    /// The integer array `field`, each value at least 0.
+    ///
+    /// # Errors
+    /// [`Error::Callback`] naming `what` when it is absent or holds a negative value.
+    pub fn counts(&self, field: &str, what: &str) -> Result<Vec<usize>> {
+        let values = self
+            .ints
+            .get(field)
+            .ok_or_else(|| Error::Callback(format!("{what}: the reply has no {field}")))?;
+        values
+            .iter()
+            .map(|&v| {
+                usize::try_from(v)
+                    .map_err(|_| Error::Callback(format!("{what}: {field} holds {v}")))
+            })
+            .collect()
+    }
+
+    /// The count field `field` of the JSON.
+    ///
+    /// # Errors
+    /// [`Error::Callback`] naming `what` when it is absent.
+    pub fn count(&self, field: &str, what: &str) -> Result<usize> {
+        self.json[field]
+            .as_u64()
+            .map(|v| v as usize)
+            .ok_or_else(|| Error::Callback(format!("{what}: the reply has no {field}")))
+    }
+}
+
 /// The way to the JavaScript side of a run: sends a request and waits for its answer.
 pub trait JsData: Send + Sync {
     /// Sends `request` and returns the reply; `what` names the requester in errors.
     ///
     /// # Errors
     /// [`Error::Callback`] when JavaScript fails or cannot be reached.
-    fn request(&self, request: Value, what: &str) -> Result<Value>;
-}
-
-/// Decodes standard base64 (the way TypedArrays cross as JSON).
-fn base64_bytes(text: &str, what: &str) -> Result<Vec<u8>> {
-    let value = |c: u8| -> Option<u32> {
-        Some(match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => return None,
-        } as u32)
-    };
-    let bytes = text.trim_end_matches('=').as_bytes();
-    let mut out = Vec::with_capacity(bytes.len() * 3 / 4);
-    for chunk in bytes.chunks(4) {
-        let mut acc = 0u32;
-        for (i, &c) in chunk.iter().enumerate() {
-            let v = value(c).ok_or_else(|| Error::Callback(format!("{what}: invalid base64")))?;
-            acc |= v << (18 - 6 * i);
-        }
-        let n = chunk.len() * 6 / 8;
-        out.extend_from_slice(&acc.to_be_bytes()[1..1 + n]);
-    }
-    Ok(out)
-}
-
-/// A field of `reply` holding base64 little-endian `f32`s.
-fn floats(reply: &Value, field: &str, what: &str) -> Result<Vec<f32>> {
-    let text = reply[field]
-        .as_str()
-        .ok_or_else(|| Error::Callback(format!("{what}: the reply has no {field}")))?;
-    let bytes = base64_bytes(text, what)?;
-    Ok(bytes
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect())
-}
-
-/// A field of `reply` holding a list of non-negative integers.
-fn integers(reply: &Value, field: &str, what: &str) -> Result<Vec<i64>> {
-    reply[field]
-        .as_array()
-        .ok_or_else(|| Error::Callback(format!("{what}: the reply has no {field}")))?
-        .iter()
-        .map(|v| {
-            v.as_i64()
-                .filter(|v| *v >= 0)
-                .ok_or_else(|| Error::Callback(format!("{what}: {field} holds {v}")))
-        })
-        .collect()
-}
-
-/// A count field of `reply`.
-fn count(reply: &Value, field: &str, what: &str) -> Result<usize> {
-    reply[field]
-        .as_u64()
-        .map(|v| v as usize)
-        .ok_or_else(|| Error::Callback(format!("{what}: the reply has no {field}")))
+    fn request(&self, request: JsMessage, what: &str) -> Result<JsMessage>;
 }
 
 /// Copies the dataset `key` held in TypedArrays on the JavaScript side.
@@ -88,17 +91,18 @@ fn count(reply: &Value, field: &str, what: &str) -> Result<usize> {
 /// [`Error::Callback`] when JavaScript fails, [`Error::Config`] at `path` for inconsistent arrays.
 pub fn js_dataset(js: &dyn JsData, key: &str, path: &str) -> Result<LtrDataset> {
     let what = format!("dataset {key:?}");
-    let reply = js.request(json!({ "kind": "dataset", "key": key }), &what)?;
-    let num_features = count(&reply, "numFeatures", &what)?;
-    let features = floats(&reply, "features", &what)?;
-    let relevance: Vec<u8> = integers(&reply, "relevance", &what)?
+    let reply = js.request(
+        JsMessage::json(json!({ "kind": "dataset", "key": key })),
+        &what,
+    )?;
+    let num_features = reply.count("numFeatures", &what)?;
+    let features = reply.floats("features", &what)?.to_vec();
+    let relevance: Vec<u8> = reply
+        .counts("relevance", &what)?
         .into_iter()
         .map(|g| u8::try_from(g).unwrap_or(u8::MAX))
         .collect();
-    let query_bounds: Vec<usize> = integers(&reply, "queryBounds", &what)?
-        .into_iter()
-        .map(|b| b as usize)
-        .collect();
+    let query_bounds = reply.counts("queryBounds", &what)?;
     let docs = relevance.len();
     if num_features == 0 || features.len() != docs * num_features {
         return Err(Error::config(
@@ -150,8 +154,8 @@ impl JsSampler {
         }
     }
 
-    fn features(reply: &Value, field: &str, rows: usize, what: &str) -> Result<ScoreInput> {
-        let values = floats(reply, field, what)?;
+    fn features(reply: &JsMessage, field: &str, rows: usize, what: &str) -> Result<ScoreInput> {
+        let values = reply.floats(field, what)?;
         if rows == 0 || values.len() % rows != 0 {
             return Err(Error::Callback(format!(
                 "{what}: {} values in {field} for {rows} records",
@@ -159,16 +163,16 @@ impl JsSampler {
             )));
         }
         Ok(ScoreInput::Features(
-            Tensor::f_from_slice(&values)?
+            Tensor::f_from_slice(values)?
                 .f_view([rows as i64, (values.len() / rows) as i64])?
                 .f_to_kind(Kind::Float)?,
         ))
     }
 
-    fn tokens(reply: &Value, field: &str, rows: usize, what: &str) -> Result<TokenTable> {
-        let ids = integers(reply, field, what)?;
-        let lengths = integers(reply, &format!("{field}Lengths"), what)?;
-        if lengths.len() != rows || lengths.iter().sum::<i64>() != ids.len() as i64 {
+    fn tokens(reply: &JsMessage, field: &str, rows: usize, what: &str) -> Result<TokenTable> {
+        let ids = reply.counts(field, what)?;
+        let lengths = reply.counts(&format!("{field}Lengths"), what)?;
+        if lengths.len() != rows || lengths.iter().sum::<usize>() != ids.len() {
             return Err(Error::Callback(format!(
                 "{what}: {field} lengths do not match its ids"
             )));
@@ -176,8 +180,8 @@ impl JsSampler {
         let mut table = TokenTable::new();
         let mut at = 0;
         for len in lengths {
-            table.push(ids[at..at + len as usize].iter().copied());
-            at += len as usize;
+            table.push(ids[at..at + len].iter().map(|&id| id as i64));
+            at += len;
         }
         Ok(table)
     }
@@ -191,18 +195,18 @@ impl Sampler for JsSampler {
     fn next_batch(&mut self, size: usize) -> Result<Batch> {
         let what = format!("sampler {:?}", self.key);
         let reply = self.js.request(
-            json!({
+            JsMessage::json(json!({
                 "kind": "records",
                 "key": self.key,
                 "start": self.consumed,
                 "count": size,
                 "rank": self.shard.rank,
                 "world": self.shard.world,
-            }),
+            })),
             &what,
         )?;
         self.consumed += size as u64;
-        let rows = count(&reply, "count", &what)?;
+        let rows = reply.count("count", &what)?;
         if rows != size {
             return Err(Error::Callback(format!(
                 "{what}: asked for {size} records, got {rows}"
@@ -240,15 +244,15 @@ impl Sampler for JsSampler {
 ///
 /// # Errors
 /// [`Error::Callback`] for a malformed reply; a libtorch error.
-pub fn records_batch(reply: &Value, rows: usize, what: &str) -> Result<Batch> {
-    Ok(match reply["type"].as_str() {
+pub fn records_batch(reply: &JsMessage, rows: usize, what: &str) -> Result<Batch> {
+    Ok(match reply.json["type"].as_str() {
         Some("pairwise") => Batch::Pairwise(PairwiseBatch {
             positive: JsSampler::features(reply, "positive", rows, what)?,
             negative: JsSampler::features(reply, "negative", rows, what)?,
         }),
         Some("pointwise") => Batch::Pointwise(PointwiseBatch {
             input: JsSampler::features(reply, "features", rows, what)?,
-            relevance: Tensor::f_from_slice(&floats(reply, "relevance", what)?)?,
+            relevance: Tensor::f_from_slice(reply.floats("relevance", what)?)?,
         }),
         Some("triplets") => {
             let all: Vec<usize> = (0..rows).collect();
@@ -268,48 +272,33 @@ pub fn records_batch(reply: &Value, rows: usize, what: &str) -> Result<Batch> {
     })
 }
 
-/// Standard base64 of `bytes`.
-fn base64_text(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let mut acc = [0u8; 3];
-        acc[..chunk.len()].copy_from_slice(chunk);
-        let n = u32::from_be_bytes([0, acc[0], acc[1], acc[2]]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(DIGITS[((n >> (18 - 6 * i)) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
-fn packed_features(input: &ScoreInput, what: &str) -> Result<String> {
+fn packed_features(input: &ScoreInput, what: &str) -> Result<Vec<f32>> {
     let ScoreInput::Features(f) = input else {
         return Err(Error::Callback(format!("{what}: expected feature vectors")));
     };
-    let values = Vec::<f32>::try_from(f.f_to_kind(Kind::Float)?.f_flatten(0, -1)?)?;
-    let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-    Ok(base64_text(&bytes))
+    Ok(Vec::<f32>::try_from(
+        f.f_to_kind(Kind::Float)?.f_flatten(0, -1)?,
+    )?)
 }
 
-fn packed_tokens(
-    tokens: &super::Tokens,
-    name: &str,
-    out: &mut serde_json::Map<String, Value>,
-) -> Result<()> {
+fn packed_tokens(tokens: &super::Tokens, name: &str, out: &mut JsMessage) -> Result<()> {
     let lengths = Vec::<i64>::try_from(&tokens.lengths)?;
     let width = tokens.ids.size().get(1).copied().unwrap_or(0) as usize;
     let ids = Vec::<i64>::try_from(tokens.ids.f_flatten(0, -1)?)?;
+    let narrow = |v: i64| {
+        i32::try_from(v).map_err(|_| Error::Unsupported(format!("token id or length {v}")))
+    };
     let mut flat = Vec::new();
     for (row, len) in lengths.iter().enumerate() {
-        flat.extend_from_slice(&ids[row * width..row * width + *len as usize]);
+        for &id in &ids[row * width..row * width + *len as usize] {
+            flat.push(narrow(id)?);
+        }
     }
-    out.insert(name.into(), json!(flat));
-    out.insert(format!("{name}Lengths"), json!(lengths));
+    out.ints.insert(name.into(), flat);
+    out.ints.insert(
+        format!("{name}Lengths"),
+        lengths.into_iter().map(narrow).collect::<Result<_>>()?,
+    );
     Ok(())
 }
 
@@ -318,29 +307,28 @@ fn packed_tokens(
 ///
 /// # Errors
 /// [`Error::Config`] for batchwise groups and slates; a libtorch error.
-pub fn packed_records(batch: &Batch, what: &str) -> Result<Value> {
+pub fn packed_records(batch: &Batch, what: &str) -> Result<JsMessage> {
     let count = batch.len();
-    Ok(match batch {
+    let mut out = JsMessage::default();
+    match batch {
         Batch::Pairwise(b) => match (&b.positive, &b.negative) {
-            (ScoreInput::Features(_), _) => json!({
-                "type": "pairwise",
-                "count": count,
-                "positive": packed_features(&b.positive, what)?,
-                "negative": packed_features(&b.negative, what)?,
-            }),
+            (ScoreInput::Features(_), _) => {
+                out.json = json!({ "type": "pairwise", "count": count });
+                out.floats
+                    .insert("positive".into(), packed_features(&b.positive, what)?);
+                out.floats
+                    .insert("negative".into(), packed_features(&b.negative, what)?);
+            }
             (
                 ScoreInput::Text { query, document },
                 ScoreInput::Text {
                     document: negative, ..
                 },
             ) => {
-                let mut out = serde_json::Map::new();
-                out.insert("type".into(), json!("triplets"));
-                out.insert("count".into(), json!(count));
+                out.json = json!({ "type": "triplets", "count": count });
                 packed_tokens(query, "query", &mut out)?;
                 packed_tokens(document, "positive", &mut out)?;
                 packed_tokens(negative, "negative", &mut out)?;
-                Value::Object(out)
             }
             (ScoreInput::Encoded(_), _) => {
                 return Err(Error::config(
@@ -352,14 +340,13 @@ pub fn packed_records(batch: &Batch, what: &str) -> Result<Value> {
             _ => return Err(Error::Callback(format!("{what}: mixed record inputs"))),
         },
         Batch::Pointwise(b) => {
-            let relevance = Vec::<f32>::try_from(b.relevance.f_to_kind(Kind::Float)?)?;
-            let bytes: Vec<u8> = relevance.iter().flat_map(|v| v.to_le_bytes()).collect();
-            json!({
-                "type": "pointwise",
-                "count": count,
-                "features": packed_features(&b.input, what)?,
-                "relevance": base64_text(&bytes),
-            })
+            out.json = json!({ "type": "pointwise", "count": count });
+            out.floats
+                .insert("features".into(), packed_features(&b.input, what)?);
+            out.floats.insert(
+                "relevance".into(),
+                Vec::<f32>::try_from(b.relevance.f_to_kind(Kind::Float)?)?,
+            );
         }
         Batch::Batchwise(_) | Batch::Slate(_) => {
             return Err(Error::config(
@@ -370,47 +357,45 @@ pub fn packed_records(batch: &Batch, what: &str) -> Result<Value> {
                 ),
             ))
         }
-    })
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn base64_round_trips() {
-        for bytes in [&b""[..], b"h", b"hi", b"hello", &[0, 255, 17, 3]] {
-            assert_eq!(base64_bytes(&base64_text(bytes), "t").unwrap(), bytes);
-        }
-        assert_eq!(base64_text(b"hello"), "aGVsbG8=");
-    }
-
-    #[test]
-    fn base64_decodes_padded_and_unpadded_text() {
-        assert_eq!(base64_bytes("aGVsbG8=", "t").unwrap(), b"hello");
-        assert_eq!(base64_bytes("aGk", "t").unwrap(), b"hi");
-        assert_eq!(base64_bytes("", "t").unwrap(), b"");
-        let f = 1.5f32.to_le_bytes();
-        assert_eq!(base64_bytes("AADAPw==", "t").unwrap(), f);
-        assert!(base64_bytes("a$", "t").is_err());
-    }
-
-    struct Canned(Value);
+    struct Canned(JsMessage);
 
     impl JsData for Canned {
-        fn request(&self, _: Value, _: &str) -> Result<Value> {
+        fn request(&self, _: JsMessage, _: &str) -> Result<JsMessage> {
             Ok(self.0.clone())
         }
     }
 
+    fn dataset_reply(features: Vec<f32>) -> JsMessage {
+        JsMessage {
+            json: json!({ "numFeatures": 2 }),
+            floats: BTreeMap::from([("features".into(), features)]),
+            ints: BTreeMap::from([
+                ("relevance".into(), vec![1, 0]),
+                ("queryBounds".into(), vec![0, 2]),
+            ]),
+        }
+    }
+
+    #[test]
+    fn a_dataset_crosses_as_typed_arrays() {
+        let js = Canned(dataset_reply(vec![1.5, 2.0, -1.0, 0.5]));
+        let dataset = js_dataset(&js, "d", "learner.x.dataset").unwrap();
+        assert_eq!(dataset.features, [1.5, 2.0, -1.0, 0.5]);
+        assert_eq!(dataset.relevance, [1, 0]);
+        assert_eq!(dataset.query_bounds, [0, 2]);
+    }
+
     #[test]
     fn inconsistent_dataset_arrays_are_a_config_error() {
-        let js = Canned(json!({
-            "numFeatures": 2,
-            "features": "AADAPwAAwD8=",
-            "relevance": [1, 0],
-            "queryBounds": [0, 2],
-        }));
+        let js = Canned(dataset_reply(vec![1.5, 1.5]));
         let err = js_dataset(&js, "d", "learner.x.dataset")
             .unwrap_err()
             .to_string();
@@ -418,5 +403,46 @@ mod tests {
             err.starts_with("learner.x.dataset: 2 feature values for 2 documents"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn packed_records_read_back_as_the_same_batch() {
+        let positive = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0]).view([2, 2]);
+        let negative = Tensor::from_slice(&[0.0f32, -1.0, 5.0, 6.0]).view([2, 2]);
+        let batch = Batch::Pairwise(PairwiseBatch {
+            positive: ScoreInput::Features(positive),
+            negative: ScoreInput::Features(negative),
+        });
+        let packed = packed_records(&batch, "t").unwrap();
+        assert_eq!(packed.floats["negative"], [0.0, -1.0, 5.0, 6.0]);
+        let Batch::Pairwise(back) = records_batch(&packed, 2, "t").unwrap() else {
+            panic!("not pairwise");
+        };
+        let ScoreInput::Features(f) = back.positive else {
+            panic!("not features");
+        };
+        assert_eq!(
+            Vec::<f32>::try_from(f.flatten(0, -1)).unwrap(),
+            [1.0, 2.0, 3.0, 4.0]
+        );
+    }
+
+    #[test]
+    fn token_lengths_must_match_their_ids() {
+        let reply = JsMessage {
+            json: json!({ "type": "triplets", "count": 1 }),
+            floats: BTreeMap::new(),
+            ints: ["query", "positive", "negative"]
+                .iter()
+                .flat_map(|n| {
+                    [
+                        (n.to_string(), vec![3, 4]),
+                        (format!("{n}Lengths"), vec![3]),
+                    ]
+                })
+                .collect(),
+        };
+        let err = records_batch(&reply, 1, "sampler").unwrap_err().to_string();
+        assert!(err.contains("query lengths do not match its ids"), "{err}");
     }
 }

@@ -35,6 +35,10 @@ pub struct StepProgress {
     pub total_steps: u64,
 }
 
+/// Scores rows with the model being trained (evaluation mode, no gradients), for a listener
+/// written in JavaScript.
+pub type ListenerScorer<'a> = dyn FnMut(&crate::data::ScoreInput) -> Result<Vec<f32>> + 'a;
+
 /// What a JavaScript listener answered.
 #[derive(Debug, Clone, Deserialize)]
 pub struct JsListenerReply {
@@ -88,11 +92,17 @@ pub trait Observer {
     fn js_data(&self) -> Option<std::sync::Arc<dyn crate::data::JsData>> {
         None
     }
-    /// Runs the JavaScript listener `id` and waits for its vote.
+    /// Runs the JavaScript listener `id` and waits for its vote; meanwhile the listener may
+    /// score records with the model being trained through `score`, on this thread.
     ///
     /// # Errors
     /// [`Error::Callback`] when the listener fails or there is no JavaScript side.
-    fn js_listener(&mut self, id: &str, _view: &ListenerView<'_>) -> Result<JsListenerReply> {
+    fn js_listener(
+        &mut self,
+        id: &str,
+        _view: &ListenerView<'_>,
+        _score: &mut ListenerScorer<'_>,
+    ) -> Result<JsListenerReply> {
         Err(Error::Callback(format!(
             "listener {id:?} is written in JavaScript, but this run has no JavaScript side"
         )))

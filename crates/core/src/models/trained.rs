@@ -183,26 +183,39 @@ impl TrainedModel {
     /// # Errors
     /// [`Error::Config`] when the model cannot score this kind of input; a libtorch error.
     pub fn score(&self, input: &ScoreInput, batch_size: usize) -> Result<Vec<f32>> {
-        let _no_grad = tch::no_grad_guard();
-        let rows = input.len();
-        let mut scores = Vec::with_capacity(rows.max(0) as usize);
-        let step = batch_size.max(1) as i64;
-        let mut start = 0;
-        while start < rows {
-            let end = (start + step).min(rows);
-            let index =
-                tch::Tensor::f_arange_start(start, end, (tch::Kind::Int64, tch::Device::Cpu))?;
-            let batch = input.select(&index)?.to_device(self.device)?;
-            let out = self
-                .model
-                .forward(&batch)?
-                .f_to_device(tch::Device::Cpu)?
-                .f_to_kind(tch::Kind::Float)?;
-            scores.extend(Vec::<f32>::try_from(&out)?);
-            start = end;
-        }
-        Ok(scores)
+        score_rows(self.model.as_ref(), self.device, input, batch_size)
     }
+}
+
+/// Scores of every row of `input` by `model` on `device`, `batch_size` rows at a time,
+/// without gradients: for a model opened for scoring, or the model being trained (listeners
+/// written in TypeScript score with it between epochs).
+///
+/// # Errors
+/// [`Error::Config`] when the model cannot score this kind of input; a libtorch error.
+pub fn score_rows(
+    model: &dyn Model,
+    device: tch::Device,
+    input: &ScoreInput,
+    batch_size: usize,
+) -> Result<Vec<f32>> {
+    let _no_grad = tch::no_grad_guard();
+    let rows = input.len();
+    let mut scores = Vec::with_capacity(rows.max(0) as usize);
+    let step = batch_size.max(1) as i64;
+    let mut start = 0;
+    while start < rows {
+        let end = (start + step).min(rows);
+        let index = tch::Tensor::f_arange_start(start, end, (tch::Kind::Int64, tch::Device::Cpu))?;
+        let batch = input.select(&index)?.to_device(device)?;
+        let out = model
+            .forward(&batch)?
+            .f_to_device(tch::Device::Cpu)?
+            .f_to_kind(tch::Kind::Float)?;
+        scores.extend(Vec::<f32>::try_from(&out)?);
+        start = end;
+    }
+    Ok(scores)
 }
 
 fn strs(texts: &[String]) -> Vec<&str> {

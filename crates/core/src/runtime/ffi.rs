@@ -49,7 +49,9 @@ pub(crate) fn scalar_type_code(kind: Kind) -> Result<c_int> {
         Kind::Float => Ok(6),
         Kind::Double => Ok(7),
         Kind::BFloat16 => Ok(15),
-        other => Err(Error::Panic(format!("no autocast in {other:?}"))),
+        other => Err(Error::Unsupported(format!(
+            "autocast in {other:?}: libtorch autocasts to float16, bfloat16, float32 or float64"
+        ))),
     }
 }
 
@@ -101,7 +103,7 @@ pub(crate) fn autocast_state(device: Device) -> Result<AutocastState> {
 pub(crate) fn amp_unscale(grads: &[Tensor], found_inf: &Tensor, inv_scale: &Tensor) -> Result<()> {
     let handles: Vec<*mut c_void> = grads.iter().map(|t| t.as_ptr() as *mut c_void).collect();
     let n = c_int::try_from(handles.len())
-        .map_err(|_| Error::Panic("amp_unscale: too many tensors".into()))?;
+        .map_err(|_| Error::Unsupported("gradient unscaling of more than 2^31 tensors".into()))?;
     // SAFETY: every handle is a live tch tensor (an `at::Tensor*`) for the whole call.
     checked(unsafe {
         xpm_amp_unscale(
@@ -116,7 +118,7 @@ pub(crate) fn amp_unscale(grads: &[Tensor], found_inf: &Tensor, inv_scale: &Tens
 /// Sets the process-wide float32 matmul precision (`highest`, `high` or `medium`).
 pub(crate) fn set_float32_matmul_precision(precision: &str) -> Result<()> {
     let text = CString::new(precision)
-        .map_err(|_| Error::Panic("matmul precision with a NUL byte".into()))?;
+        .map_err(|_| Error::config("float32_matmul_precision", "holds a NUL byte"))?;
     // SAFETY: a NUL-terminated string alive for the call.
     checked(unsafe { xpm_set_float32_matmul_precision(text.as_ptr()) })
 }

@@ -49,10 +49,10 @@ fn device_args(device: Device) -> Result<(c_int, c_int)> {
         Device::Cpu => Ok((0, 0)),
         Device::Cuda(i) => Ok((
             1,
-            c_int::try_from(i).map_err(|_| Error::Panic(format!("CUDA device {i}")))?,
+            c_int::try_from(i).map_err(|_| Error::Unsupported(format!("CUDA device index {i}")))?,
         )),
-        other => Err(Error::Panic(format!(
-            "no random generator for device {other:?}"
+        other => Err(Error::Unsupported(format!(
+            "random generators on {other:?}: only the CPU and CUDA devices have them"
         ))),
     }
 }

@@ -3,9 +3,13 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::{Listener, ListenerCall, ListenerView};
+use crate::data::ScoreInput;
 use crate::learner::{Observer, TrainerContext};
-use crate::models::Model;
+use crate::models::{score_rows, Model};
 use crate::Result;
+
+/// Rows scored at once when a listener written in JavaScript scores with the model.
+const SCORE_BATCH_SIZE: usize = 256;
 
 /// A listener written in JavaScript: the observer runs it on the JavaScript side and returns
 /// its vote.
@@ -22,11 +26,16 @@ impl Listener for JsListener {
     fn call(
         &mut self,
         view: &ListenerView<'_>,
-        _: &dyn Model,
+        model: &dyn Model,
         _: &mut TrainerContext,
         observer: &mut dyn Observer,
     ) -> Result<ListenerCall> {
-        let reply = observer.js_listener(&self.id, view)?;
+        let device = model
+            .named_parameters()
+            .first()
+            .map_or(tch::Device::Cpu, |p| p.tensor.device());
+        let mut score = |input: &ScoreInput| score_rows(model, device, input, SCORE_BATCH_SIZE);
+        let reply = observer.js_listener(&self.id, view, &mut score)?;
         self.last_output = reply.output;
         Ok(ListenerCall {
             status: reply.status,

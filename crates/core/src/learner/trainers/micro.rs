@@ -10,7 +10,7 @@ use tch::{Device, Tensor};
 use crate::batching::memory::{CpuMemory, CudaMemory, MemoryProbe, SimulatedDevice};
 use crate::batching::{Dims, MicroBatchable};
 use crate::config::BatcherConfig;
-use crate::data::{packed_records, records_batch, Batch, JsData, ScoreInput, Tokens};
+use crate::data::{packed_records, records_batch, Batch, JsData, JsMessage, ScoreInput, Tokens};
 use crate::{Error, Result};
 
 impl MicroBatchable for Batch {
@@ -87,10 +87,9 @@ impl RecordDims {
         if let Some((js, key)) = &self.js {
             let what = format!("dims provider {key:?}");
             let group = batch.select(records)?;
-            let reply = js.request(
-                json!({ "kind": "dims", "key": key, "records": packed_records(&group, &what)? }),
-                &what,
-            )?;
+            let mut request = packed_records(&group, &what)?;
+            request.json = json!({ "kind": "dims", "key": key, "records": request.json });
+            let reply = js.request(request, &what)?.json;
             return reply
                 .as_object()
                 .ok_or_else(|| Error::Callback(format!("{what}: computeBatchDims gave {reply}")))?
@@ -196,8 +195,11 @@ fn with_length(input: &ScoreInput, l: i64) -> Result<ScoreInput> {
 pub(crate) fn probe_batch(template: &Batch, provider: &RecordDims, dims: &Dims) -> Result<Batch> {
     if let Some((js, key)) = &provider.js {
         let what = format!("dims provider {key:?}");
-        let reply = js.request(json!({ "kind": "probe", "key": key, "dims": dims }), &what)?;
-        let rows = reply["count"].as_u64().unwrap_or(0) as usize;
+        let reply = js.request(
+            JsMessage::json(json!({ "kind": "probe", "key": key, "dims": dims })),
+            &what,
+        )?;
+        let rows = reply.json["count"].as_u64().unwrap_or(0) as usize;
         if rows == 0 {
             return Err(Error::Callback(format!(
                 "{what}: buildProbeBatch gave no record for {dims:?}"

@@ -1,0 +1,66 @@
+// One run of the core in this process, with its JavaScript side; and the configuration the
+// core reads when there is none (xpm-torch-run).
+import { type RunCallbacks, emptySide, foreignCalls, javaScriptParts, reporter, trainingModel, learnerWireOf } from "./bridge.js";
+import { ConfigError, unwrapOutcome } from "./errors.js";
+import { interruptions } from "./interrupts.js";
+import type { LearnOptions, LearnResult, LearnerConfig } from "./learn-types.js";
+import { loadNative } from "./native.js";
+import { createProgressDisplay } from "./progress/display.js";
+import { generatePaths } from "./workspace/generated.js";
+import type { Job } from "./workspace/job.js";
+
+/** What a run stores in its job directory and returns. */
+export type StoredResult = Omit<LearnResult, "jobDir" | "identifier" | "cached" | "loaders">;
+
+/**
+ * The JSON `learn()` hands the core, with the generated paths (`runs`, `checkpoints`, `out/...`)
+ * relative to the job directory: what `xpm-torch-run` runs on a machine without Node.
+ * @throws ConfigError when a part of the Learner is written in TypeScript (listeners, hooks,
+ * samplers, dims providers) or holds its data in JavaScript (in-memory datasets).
+ */
+export function coreConfigJson(config: LearnerConfig): string {
+  const side = emptySide(config.random.seed);
+  const wire = learnerWireOf(config, generatePaths(config, ""), side);
+  const inJavaScript = javaScriptParts(side);
+  if (inJavaScript.length > 0) {
+    throw new ConfigError("learner", `runs parts in JavaScript (${inJavaScript.join(", ")}): only learn() in Node can run it`);
+  }
+  return JSON.stringify(wire);
+}
+
+/** One run of the core in this process, with its JavaScript side. */
+export async function train(config: LearnerConfig, job: Job, options: LearnOptions): Promise<StoredResult> {
+  const { binding } = loadNative();
+  const side = emptySide(config.random.seed);
+  const display = options.quiet
+    ? undefined
+    : (options.progress ?? createProgressDisplay(process.stderr, { maxEpochs: config.max_epochs, stepsPerEpoch: config.steps_per_epoch }));
+  const wire = learnerWireOf(config, job.paths, side);
+  const callbacks: RunCallbacks = {
+    onEpoch: (report) => {
+      display?.epoch(report);
+      options.onEpoch?.(report);
+    },
+    onProgress: (progress) => {
+      display?.step(progress);
+      options.onProgress?.(progress);
+    },
+    onWarning: options.onWarning ?? ((m: string) => (display ? display.log(`xpm-torch: ${m}`) : console.warn(`xpm-torch: ${m}`))),
+  };
+  const run = new binding.LearnRun();
+  const stop = (): void => run.cancel();
+  const stopHandlers = interruptions(stop, options);
+  const model = trainingModel(binding, run);
+  let outcome: string;
+  try {
+    outcome = await binding.learn(JSON.stringify(wire), run, reporter(side, callbacks, stop), foreignCalls(side, callbacks, model));
+  } finally {
+    stopHandlers();
+    display?.finish();
+  }
+  // The user's own exception, as thrown, whatever the run ended with.
+  if (side.thrown) throw side.thrown.error;
+  return unwrapOutcome<StoredResult>(outcome);
+}
+
+
