@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 #include <exception>
 #include <string>
 
@@ -171,6 +172,10 @@ extern "C" char* xpm_cuda_nccl_backend(void* store, int rank, int world, int dev
     if (device < 0) throw std::invalid_argument("NCCL needs a CUDA device index");
     const auto index = static_cast<c10::DeviceIndex>(device);
     c10::cuda::set_device(index);
+    // A collective's wait then blocks until it completes or times out and throws, as Gloo's
+    // does, so that a dead or hung peer is reported by the core instead of the watchdog
+    // aborting the process. The constructor reads it; a user's own setting wins.
+    setenv("TORCH_NCCL_BLOCKING_WAIT", "1", /*overwrite=*/0);
     auto shared = c10::intrusive_ptr<c10d::Store>::reclaim_copy(static_cast<c10d::Store*>(store));
     auto options = c10d::ProcessGroupNCCL::Options::create();
     options->timeout = std::chrono::milliseconds(timeout_ms);
