@@ -181,7 +181,10 @@ fn library_candidates() -> Vec<PathBuf> {
 
 fn load_global(file: &Path) -> Result<Library, String> {
     // SAFETY: loading runs the library's initialisers; these are libtorch's and ours.
-    unsafe { Library::open(Some(file), RTLD_NOW | RTLD_GLOBAL) }.map_err(|e| e.to_string())
+    unsafe { Library::open(Some(file), RTLD_NOW | RTLD_GLOBAL) }.map_err(|e| {
+        // libloading keeps the loader's own text (the missing file) in the source.
+        std::error::Error::source(&e).map_or_else(|| e.to_string(), ToString::to_string)
+    })
 }
 
 /// The first line of a loader message, without the file name it repeats.
