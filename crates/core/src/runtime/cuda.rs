@@ -416,6 +416,43 @@ impl CudaLibrary {
     }
 }
 
+/// `major.minor` of a CUDA version number (13000 → "13.0").
+fn cuda_version_text(version: i32) -> String {
+    format!("{}.{}", version / 1000, (version % 1000) / 10)
+}
+
+/// What `xpm-torch doctor` shows about CUDA, as JSON: `usable`, `problem` (why not), the
+/// library file, driver, runtime and NCCL versions, and each GPU's name, memory, compute
+/// capability and bf16 support. Opens the CUDA library (see [`cuda_library`]).
+pub fn cuda_report() -> serde_json::Value {
+    let library = match cuda_library() {
+        Ok(library) => library,
+        Err(reason) => return serde_json::json!({ "usable": false, "problem": reason.to_string() }),
+    };
+    let devices: Vec<serde_json::Value> = (0..library.device_count())
+        .map(|i| match library.device(i) {
+            Ok(d) => serde_json::json!({
+                "index": d.index,
+                "name": d.name,
+                "memoryBytes": d.total_memory,
+                "capability": format!("{}.{}", d.capability.0, d.capability.1),
+                "bf16": d.supports_bf16(),
+            }),
+            Err(e) => serde_json::json!({ "index": i, "problem": e.to_string() }),
+        })
+        .collect();
+    let versions = library.versions();
+    serde_json::json!({
+        "usable": true,
+        "library": library.file().display().to_string(),
+        "driver": versions.as_ref().map(|v| cuda_version_text(v.driver)).ok(),
+        "runtime": versions.as_ref().map(|v| cuda_version_text(v.runtime)).ok(),
+        "nccl": versions.as_ref().map(|v| v.nccl.clone()).ok(),
+        "problem": versions.err().map(|e| e.to_string()),
+        "devices": devices,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -445,6 +482,31 @@ mod tests {
             gpu.starts_with("no CUDA GPU is usable") && gpu.contains("nvidia-smi"),
             "{gpu}"
         );
+    }
+
+    #[test]
+    fn versions_read_as_cuda_writes_them() {
+        assert_eq!(cuda_version_text(13000), "13.0");
+        assert_eq!(cuda_version_text(12080), "12.8");
+    }
+
+    #[test]
+    fn the_report_says_why_cuda_is_unusable() {
+        let _ = tch::Tensor::from(1.0f32);
+        let report = cuda_report();
+        match cuda_library() {
+            Err(reason) => {
+                assert_eq!(report["usable"], false);
+                assert_eq!(report["problem"], reason.to_string());
+            }
+            Ok(library) => {
+                assert_eq!(report["usable"], true);
+                assert_eq!(
+                    report["devices"].as_array().map(Vec::len),
+                    Some(library.device_count())
+                );
+            }
+        }
     }
 
     #[test]
