@@ -179,6 +179,14 @@ const commands = {
     console.log(`\nRust ${rust[0]} passed, TypeScript ${vitest.numPassedTests} passed`);
     console.log(`tests: ${passed} passed, ${failed} failed`);
   },
+  // The GPU suite (scripts/gpu/suite.sh): builds its binaries, then runs them when this machine
+  // has a CUDA GPU; exits 3 without one (never a pass).
+  async "test:gpu"() {
+    const env = await build();
+    step("GPU suite");
+    const python = process.env.PYTHON || process.env.XPM_TORCH_PYTHON;
+    run("bash", ["scripts/gpu/suite.sh", "all"], python ? { ...env, PYTHON: python } : env);
+  },
   async lint() {
     const env = await build();
     step("lint");

@@ -4,7 +4,7 @@
 //! and the final held-out pairwise accuracy.
 //!
 //! `precision_demo <precision> [accelerator] [num_threads] [epochs]`, e.g.
-//! `precision_demo bf16-mixed cuda`. `scripts/gpu/precision.sh` runs it on a GPU machine.
+//! `precision_demo bf16-mixed cuda`. `scripts/gpu/suite.sh` runs it on a GPU machine.
 // An example may stop at the first failure.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
