@@ -42,9 +42,11 @@ build() {
   local library="$here/libxpm_torch_cuda.so"
   [[ -f "$library" ]] || { echo "no $library: run npm run build first" >&2; exit "$CANNOT_START"; }
   mkdir -p "$dest"
-  local json
+  local json tests
   json="$(cd "$here" && cargo test --release --target "$triple" -p xpm-torch-core --test gpu --no-run --message-format=json)"
-  strip -o "$dest/gpu-tests" "$(executable gpu <<<"$json")"
+  tests="$(executable gpu <<<"$json")"
+  [[ -n "$tests" ]] || { echo "cargo built no gpu test binary" >&2; exit 1; }
+  strip -o "$dest/gpu-tests" "$tests"
   (cd "$here" && cargo build --release --target "$triple" -p xpm-torch-core --example precision_demo --example dropout_repro)
   (cd "$here" && cargo build --release --target "$triple" -p xpm-torch-runner)
   local release="$CARGO_TARGET_DIR/$triple/release"
@@ -129,6 +131,9 @@ run() {
 case "${1:-all}" in
   build) build ;;
   run) run ;;
-  all) build && run ;;
+  all)
+    build
+    run
+    ;;
   *) echo "usage: $0 build|run|all" >&2; exit 2 ;;
 esac

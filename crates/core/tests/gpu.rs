@@ -11,9 +11,10 @@ use std::sync::atomic::AtomicBool;
 use tch::{Device, Kind, Tensor};
 use xpm_torch_core::batching::memory::{is_out_of_memory, CudaMemory, MemoryProbe};
 use xpm_torch_core::config::parse_learner;
+use xpm_torch_core::config::FabricConfiguration;
 use xpm_torch_core::distributed::{Backend, DistEnv, DistOptions, ProcessGroup, ReduceOp};
 use xpm_torch_core::learner::{learn, LearnOutput, NoObserver};
-use xpm_torch_core::runtime::{cuda_library, CudaLibrary, LossScaler};
+use xpm_torch_core::runtime::{cuda_library, CudaLibrary, Hardware, LossScaler, Runtime};
 
 #[path = "support/demo_config.rs"]
 mod demo_config;
@@ -218,4 +219,30 @@ fn nccl_world_one_forms_and_its_collectives_keep_values() {
         Vec::<f32>::try_from(param.grad().to_device(Device::Cpu)).unwrap(),
         [4.0; 3]
     );
+}
+
+/// Batches go to the GPU through pinned host memory and a non-blocking copy: what arrives is
+/// the batch, also when the host tensor is reused right after.
+#[test]
+#[ignore = "needs a CUDA GPU: scripts/gpu/suite.sh runs it"]
+fn batches_reach_the_gpu_unchanged_through_pinned_memory() {
+    cuda();
+    let fabric = FabricConfiguration {
+        precision: "32-true".into(),
+        torch_fp32_precision: None,
+        num_nodes: 1,
+        devices: "auto".into(),
+        strategy: "auto".into(),
+        accelerator: "cuda".into(),
+        num_threads: None,
+        deterministic: None,
+    };
+    let (runtime, _) = Runtime::for_hardware(&fabric, Hardware { cuda_devices: 1 }).unwrap();
+    let mut host = Tensor::f_arange(1 << 20, (Kind::Float, Device::Cpu)).unwrap();
+    let on_gpu = runtime.input(&host).unwrap();
+    let _ = host.f_fill_(-1.0).unwrap();
+    assert_eq!(on_gpu.device(), Device::Cuda(0));
+    let back = on_gpu.to_device(Device::Cpu);
+    let expected = Tensor::f_arange(1 << 20, (Kind::Float, Device::Cpu)).unwrap();
+    assert!(back.equal(&expected));
 }

@@ -9,6 +9,15 @@ use super::{AutocastGuard, LossScaler, MatmulPrecision, Precision};
 use crate::config::FabricConfiguration;
 use crate::{Error, Result};
 
+/// A CPU batch tensor on `device` (CUDA) without waiting: staged in pinned host memory (libtorch's
+/// caching host allocator keeps it until the copy is done), then copied on the current stream
+/// while the CPU goes on preparing the next batch; kernels queued after it on that stream see
+/// the data. (`_pin_memory` rather than `pin_memory(device)`, which warns on every call in 2.11.)
+fn to_cuda_async(tensor: &Tensor, device: Device) -> Result<Tensor> {
+    let pinned = tensor.f_internal_pin_memory(device)?;
+    Ok(pinned.f_to_device_(device, pinned.kind(), true, false)?)
+}
+
 /// Where the run's `FabricConfiguration` sits in the learner configuration.
 pub const FABRIC_PATH: &str = "learner.fabric_config";
 
@@ -176,6 +185,8 @@ impl Runtime {
     pub fn input(&self, tensor: &Tensor) -> Result<Tensor> {
         let moved = if tensor.device() == self.device {
             tensor.shallow_clone()
+        } else if let (Device::Cuda(_), Device::Cpu) = (self.device, tensor.device()) {
+            to_cuda_async(tensor, self.device)?
         } else {
             tensor.f_to_device(self.device)?
         };
