@@ -10,7 +10,8 @@
 #
 # What runs: the GPU tests (crates/core/tests/gpu.rs: 32-true vs CPU losses, bf16/16-mixed
 # accuracy, the loss scaler with an injected inf, a real out-of-memory replayed in
-# micro-batches, the memory probe, NCCL with world size 1); the runner on the demo job with
+# micro-batches, the memory probe, NCCL with world size 1, pinned-memory copies; with two GPUs,
+# NCCL between two ranks, crates/core/tests/distributed.rs); the runner on the demo job with
 # accelerator cuda; kill-and-resume bit-identity with dropout on CUDA (examples/dropout_repro);
 # then the precision benchmark lines (examples/precision_demo), which report, not judge.
 #
@@ -47,6 +48,10 @@ build() {
   tests="$(executable gpu <<<"$json")"
   [[ -n "$tests" ]] || { echo "cargo built no gpu test binary" >&2; exit 1; }
   strip -o "$dest/gpu-tests" "$tests"
+  json="$(cd "$here" && cargo test --release --target "$triple" -p xpm-torch-core --test distributed --no-run --message-format=json)"
+  tests="$(executable distributed <<<"$json")"
+  [[ -n "$tests" ]] || { echo "cargo built no distributed test binary" >&2; exit 1; }
+  strip -o "$dest/distributed-tests" "$tests"
   (cd "$here" && cargo build --release --target "$triple" -p xpm-torch-core --example precision_demo --example dropout_repro)
   (cd "$here" && cargo build --release --target "$triple" -p xpm-torch-runner)
   local release="$CARGO_TARGET_DIR/$triple/release"
@@ -96,6 +101,13 @@ run() {
 
   note "== GPU tests"
   "$dest/gpu-tests" --ignored --test-threads=1 2>&1 | tee ${log:+-a "$log"} || status=1
+
+  note "== NCCL between two GPUs"
+  if [[ "$gpus" -ge 2 ]]; then
+    "$dest/distributed-tests" --ignored --exact nccl_between_two_gpus_trains_like_one_process 2>&1 | tee ${log:+-a "$log"} || status=1
+  else
+    note "NOT RUN: needs 2 GPUs, this machine has $gpus"
+  fi
 
   note "== runner, demo job on CUDA"
   local job

@@ -290,6 +290,8 @@ extern "C" char* xpm_dist_sync_gradients(XpmDist* dist, void* const* handles, in
       pieces.reserve(b.grads.size());
       for (const auto& g : b.grads) pieces.push_back(g.reshape({-1}));
       b.flat = at::cat(pieces);
+      // Under a GPU backend, CPU gradients are reduced on its device and copied back below.
+      if (dist->staging && b.flat.device() != *dist->staging) b.flat = b.flat.to(*dist->staging);
       std::vector<at::Tensor> one{b.flat};
       b.work = dist->backend->allreduce(one, options);
     }
