@@ -16,7 +16,7 @@ function tool(command: string, args: string[]): string {
   return r.stdout;
 }
 
-const needed = (file: string) => [...tool("readelf", ["-d", file]).matchAll(/\(NEEDED\)\s+Shared library: \[([^\]]+)\]/g)].map((m) => m[1]);
+const needed = (file: string) => [...tool("readelf", ["-d", file]).matchAll(/\(NEEDED\)\s+Shared library: \[([^\]]+)\]/g)].map((m) => m[1] ?? "");
 
 describe("the CUDA library", () => {
   it("links against libtorch's CUDA part, the CUDA runtime and nothing of NCCL directly", () => {
@@ -28,7 +28,7 @@ describe("the CUDA library", () => {
   it("exports every entry point the core binds", () => {
     // The names runtime/cuda.rs looks up, read from its source so that the two cannot drift.
     const source = readFileSync(join(root, "crates", "core", "src", "runtime", "cuda.rs"), "utf8");
-    const bound = [...source.matchAll(/symbol\(library, "(xpm_cuda_\w+)"\)/g)].map((m) => m[1]);
+    const bound = [...source.matchAll(/symbol\(library, "(xpm_cuda_\w+)"\)/g)].map((m) => m[1] ?? "");
     expect(bound.length).toBeGreaterThanOrEqual(10);
     const exported = new Set(tool("nm", ["-D", "--defined-only", library]).split("\n").map((l) => l.split(" ").pop()));
     expect(bound.filter((name) => !exported.has(name))).toEqual([]);
