@@ -148,6 +148,7 @@ fn libtorch_dir() -> Option<PathBuf> {
 
 /// The file holding this code: the addon, or the executable for the runner and the tests.
 fn own_file() -> Option<PathBuf> {
+    // SAFETY: Dl_info is plain data (pointers and an integer); all zeroes is a valid value.
     let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
     let address = own_file as *const c_void;
     // SAFETY: dladdr only reads the address and fills `info`.
