@@ -13,7 +13,8 @@
 # micro-batches, the memory probe, NCCL with world size 1, pinned-memory copies; with two GPUs,
 # NCCL between two ranks, crates/core/tests/distributed.rs); the runner on the demo job with
 # accelerator cuda; kill-and-resume bit-identity with dropout on CUDA (examples/dropout_repro);
-# then the precision benchmark lines (examples/precision_demo), which report, not judge.
+# then the predictive batcher's predicted against measured GPU peaks (examples/batching_sim)
+# and the precision benchmark lines (examples/precision_demo), which report, not judge.
 #
 # The binaries run against the torch of PYTHON (default python3): LD_LIBRARY_PATH to its
 # torch/lib, XPM_TORCH_CUDA_LIBRARY to the carried CUDA library. Results also go to $OUT when
@@ -52,11 +53,12 @@ build() {
   tests="$(executable distributed <<<"$json")"
   [[ -n "$tests" ]] || { echo "cargo built no distributed test binary" >&2; exit 1; }
   strip -o "$dest/distributed-tests" "$tests"
-  (cd "$here" && cargo build --release --target "$triple" -p xpm-torch-core --example precision_demo --example dropout_repro)
+  (cd "$here" && cargo build --release --target "$triple" -p xpm-torch-core --example precision_demo --example dropout_repro --example batching_sim)
   (cd "$here" && cargo build --release --target "$triple" -p xpm-torch-runner)
   local release="$CARGO_TARGET_DIR/$triple/release"
   strip -o "$dest/precision_demo" "$release/examples/precision_demo"
   strip -o "$dest/dropout_repro" "$release/examples/dropout_repro"
+  strip -o "$dest/batching_sim" "$release/examples/batching_sim"
   strip -o "$dest/xpm-torch-run" "$release/xpm-torch-run"
   cp "$library" "$dest/"
   cp "$here/crates/runner/tests/fixtures/demo.json" "$dest/demo.json"
@@ -128,6 +130,10 @@ run() {
     line="$(LD_PRELOAD="$torch_lib/libtorch_cuda.so" "$dest/dropout_repro" "$accelerator")" || status=1
     note "$line"
   done
+
+  note "== predictive batcher: predicted against measured peaks on the GPU"
+  line="$("$dest/batching_sim" cuda)" || status=1
+  note "$line"
 
   note "== precision benchmark (MLP demo, 8 epochs)"
   for spec in "32-true cuda" "bf16-mixed cuda" "16-mixed cuda" "32-true cpu"; do
