@@ -9,6 +9,7 @@ import { homedir, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
+import { provisionCudaHeaders } from "./cuda-headers.mjs";
 import { provisionMinilm } from "./minilm.mjs";
 
 const root = dirname(dirname(fileURLToPath(import.meta.url)));
@@ -103,11 +104,49 @@ function addon(env) {
   );
 }
 
-function build() {
+/** The CUDA library beside the addon (crates/cuda); the core opens it when CUDA is asked for. */
+export const CUDA_LIBRARY = "libxpm_torch_cuda.so";
+
+// Its own `g++ -shared`: cargo's cc only makes archives, and this library must stay out of the
+// addon's dependencies so that the addon loads where the CUDA libraries are missing.
+async function cudaLibrary(torchRoot) {
+  step("CUDA library");
+  const source = join(root, "crates", "cuda", "xpm_torch_cuda.cpp");
+  const output = join(root, CUDA_LIBRARY);
+  let headers;
+  try {
+    headers = await provisionCudaHeaders(torchRoot, cache);
+  } catch (error) {
+    console.log(`skipped: ${error.message}`);
+    return;
+  }
+  const inputs = [source, join(torchRoot, "version.py"), join(headers, "complete.json"), fileURLToPath(import.meta.url)];
+  if (Math.max(...inputs.map(mtime)) < mtime(output)) {
+    console.log(`${CUDA_LIBRARY} is up to date`);
+    return;
+  }
+  const site = dirname(torchRoot);
+  const object = join(mkdtempSync(join(tmpdir(), "xpm-cuda-")), "xpm_torch_cuda.o");
+  run("g++", ["-std=c++17", "-O2", "-fPIC", "-D_GLIBCXX_USE_CXX11_ABI=1", "-DUSE_C10D_NCCL",
+    "-Wno-interference-size", `-I${join(torchRoot, "include")}`,
+    `-I${join(torchRoot, "include", "torch", "csrc", "api", "include")}`,
+    `-I${join(site, "nvidia", "cu13", "include")}`, `-I${join(headers, "nvidia", "cu13", "include")}`,
+    `-I${join(headers, "nvidia", "nccl", "include")}`, "-c", source, "-o", object]);
+  // -z defs: every symbol resolves now, against these libraries; no rpath (the core preloads
+  // libtorch_cuda from the libtorch it runs on, and the loader matches by SONAME).
+  run("g++", ["-shared", "-Wl,-z,defs", `-Wl,-soname,${CUDA_LIBRARY}`, object,
+    `-L${join(torchRoot, "lib")}`, `-L${join(site, "nvidia", "cu13", "lib")}`,
+    "-Wl,--no-as-needed", "-ltorch_cuda", "-lc10_cuda", "-ltorch_cpu", "-lc10", "-l:libcudart.so.13",
+    "-Wl,--as-needed", "-o", output]);
+}
+
+async function build() {
   npmPackages();
   typescript();
-  const env = cargoEnv(libtorch());
+  const torchRoot = libtorch();
+  const env = cargoEnv(torchRoot);
   addon(env);
+  await cudaLibrary(torchRoot);
   return env;
 }
 
@@ -118,13 +157,13 @@ const commands = {
     libtorch();
   },
   build,
-  demo() {
-    build();
+  async demo() {
+    await build();
     step("demo");
     run(process.execPath, ["dist/cli.js", "demo"]);
   },
-  test() {
-    const env = build();
+  async test() {
+    const env = await build();
     step("all-MiniLM-L6-v2");
     // The pretrained-model integration tests read it from the cache, as the addon reads libtorch.
     env.XPM_TORCH_MINILM = provisionMinilm(env);
@@ -140,8 +179,16 @@ const commands = {
     console.log(`\nRust ${rust[0]} passed, TypeScript ${vitest.numPassedTests} passed`);
     console.log(`tests: ${passed} passed, ${failed} failed`);
   },
-  lint() {
-    const env = build();
+  // The GPU suite (scripts/gpu/suite.sh): builds its binaries, then runs them when this machine
+  // has a CUDA GPU; exits 3 without one (never a pass).
+  async "test:gpu"() {
+    const env = await build();
+    step("GPU suite");
+    const python = process.env.PYTHON || process.env.XPM_TORCH_PYTHON;
+    run("bash", ["scripts/gpu/suite.sh", "all"], python ? { ...env, PYTHON: python } : env);
+  },
+  async lint() {
+    const env = await build();
     step("lint");
     run("cargo", ["fmt", "--all", "--check"], env);
     const target = ["--release", "--target", hostTriple()];
@@ -158,4 +205,4 @@ if (!command) {
   console.error(`usage: node scripts/dev.mjs ${Object.keys(commands).join("|")}`);
   process.exit(2);
 }
-command();
+await command();

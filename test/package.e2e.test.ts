@@ -58,6 +58,8 @@ describe("installed from the packed tarballs", () => {
     };
     expect(manifest.optionalDependencies).toEqual({ "xpm-torch-linux-x64-gnu": "0.1.0" });
     expect(existsSync(join(project, "node_modules", "xpm-torch-linux-x64-gnu", "xpm-torch.linux-x64-gnu.node"))).toBe(true);
+    // The CUDA library travels beside the addon; the core opens it only when CUDA is asked for.
+    expect(existsSync(join(project, "node_modules", "xpm-torch-linux-x64-gnu", "libxpm_torch_cuda.so"))).toBe(true);
     expect(readdirSync(join(project, "node_modules", "xpm-torch")).filter((f) => f.endsWith(".node"))).toEqual([]);
     const doctor = run("npx", ["xpm-torch", "doctor"], project);
     expect(doctor.stdout).toMatch(/\[ok {2}\] addon +platform package: .*node_modules\/xpm-torch-linux-x64-gnu\//);

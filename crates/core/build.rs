@@ -11,7 +11,6 @@ fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=cpp/shim.cpp");
     println!("cargo:rerun-if-changed=cpp/autocast.cpp");
-    println!("cargo:rerun-if-changed=cpp/memory.cpp");
     println!("cargo:rerun-if-changed=cpp/generators.cpp");
     let Some(lib) = std::env::var_os("DEP_TCH_LIBTORCH_LIB").map(PathBuf::from) else {
         panic!(
@@ -42,7 +41,6 @@ fn main() {
         .pic(true)
         .file("cpp/shim.cpp")
         .file("cpp/autocast.cpp")
-        .file("cpp/memory.cpp")
         .file("cpp/generators.cpp")
         .include(root.join("include"))
         .include(root.join("include/torch/csrc/api/include"))

@@ -12,8 +12,30 @@ export interface Finding {
   readonly fix?: string;
 }
 
+/** One GPU as the CUDA library describes it. */
+interface GpuInfo {
+  index: number;
+  name?: string;
+  memoryBytes?: number;
+  capability?: string;
+  bf16?: boolean;
+  problem?: string;
+}
+
+/** The CUDA library's report (`runtime::cuda_report` in the core). */
+export interface GpuReport {
+  usable: boolean;
+  problem?: string | null;
+  library?: string;
+  driver?: string | null;
+  runtime?: string | null;
+  nccl?: string | null;
+  devices?: GpuInfo[];
+}
+
 /** What libtorch reports about itself (the addon's `runtimeInfo`). */
 interface RuntimeInfo {
+  gpus?: GpuReport;
   cudaBuilt: boolean;
   cudaAvailable: boolean;
   cudaDevices: number;
@@ -31,6 +53,33 @@ function nodeFinding(): Finding {
   return ok
     ? { check: "Node.js", status: "ok", detail: process.versions.node }
     : { check: "Node.js", status: "problem", detail: `${process.versions.node}, xpm-torch needs ≥ 20.17`, fix: "install Node.js 20.17 or newer" };
+}
+
+const GIB = 1024 ** 3;
+
+/**
+ * The GPU lines of the report: each GPU (name, memory, compute capability, bf16), the driver,
+ * CUDA runtime and NCCL versions; or, plainly, that there is none and why.
+ */
+export function gpuFindings(report: GpuReport, cudnn = false): Finding[] {
+  if (!report.usable) {
+    const why = report.problem ?? "unknown reason";
+    return [{ check: "GPU", status: "ok", detail: `none usable: training runs on the CPU (${why})` }];
+  }
+  const out: Finding[] = (report.devices ?? []).map((d) =>
+    d.problem
+      ? { check: `GPU ${d.index}`, status: "warning", detail: d.problem }
+      : {
+          check: `GPU ${d.index}`,
+          status: "ok",
+          detail: `${d.name}, ${((d.memoryBytes ?? 0) / GIB).toFixed(1)} GiB, compute capability ${d.capability}, ` +
+            (d.bf16 ? "bf16 supported" : "no bf16 (use 16-mixed)"),
+        },
+  );
+  const versions = `driver CUDA ${report.driver ?? "?"}, runtime CUDA ${report.runtime ?? "?"}${cudnn ? ", cuDNN available" : ""}`;
+  out.push(report.problem ? { check: "CUDA", status: "warning", detail: `${versions}: ${report.problem}` } : { check: "CUDA", status: "ok", detail: versions });
+  out.push({ check: "NCCL", status: report.nccl ? "ok" : "warning", detail: report.nccl ? `${report.nccl} (ddp on CUDA)` : "version unknown" });
+  return out;
 }
 
 /** Runs every check; stops at the first one the next ones depend on. */
@@ -66,13 +115,7 @@ export async function diagnose(): Promise<Finding[]> {
   }
   findings.push({ check: "loading", status: "ok", detail: "libtorch and the addon load" });
 
-  if (info.cudaAvailable) {
-    findings.push({ check: "CUDA", status: "ok", detail: `${info.cudaDevices} device(s)${info.cudnnAvailable ? ", cuDNN available" : ""}` });
-  } else if (info.cudaBuilt) {
-    findings.push({ check: "CUDA", status: "warning", detail: "this libtorch has CUDA, but no GPU is usable: training runs on the CPU", fix: "check the NVIDIA driver (nvidia-smi) and CUDA_VISIBLE_DEVICES" });
-  } else {
-    findings.push({ check: "CUDA", status: "ok", detail: "not in this libtorch (CPU only); on a GPU machine, run `npx xpm-torch setup --cuda --force`" });
-  }
+  findings.push(...gpuFindings(info.gpus ?? { usable: false, problem: "this addon does not report GPUs" }, info.cudnnAvailable));
   const cores = availableParallelism();
   const threads = `${info.threads} intra-op, ${info.interopThreads} inter-op; ${cores} CPU(s) available`;
   findings.push(

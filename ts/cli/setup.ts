@@ -12,7 +12,9 @@ into the xpm-torch cache (XPM_TORCH_CACHE, else ~/.cache/xpm-torch). Does nothin
 already there.
 
 options:
-  --cuda    install torch with its CUDA libraries (about 3 GB), for GPU machines
+  --cuda    make libtorch's CUDA libraries available, for GPU machines: reuses a torch
+            ${TORCH_VERSION} that has them (XPM_TORCH_LIBTORCH, or the torch of XPM_TORCH_PYTHON),
+            else installs torch with exactly the CUDA wheels its METADATA pins (about 2.5 GB)
   --force   download and unpack again`,
   options: { cuda: { type: "boolean" }, force: { type: "boolean" } },
   run: async ({ values }) => {

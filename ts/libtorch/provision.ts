@@ -4,6 +4,7 @@ import { join } from "node:path";
 
 import { LibtorchNotFoundError } from "../errors.js";
 import { TORCH_VERSION, managedTorchDir } from "../paths.js";
+import { cudaRequirements, missingCudaLibraries, planCudaSetup, readTorchMetadata } from "./cuda.js";
 import { type LibtorchInstall, inspect, locateLibtorch, notFoundMessage } from "./locate.js";
 
 /**
@@ -14,7 +15,10 @@ import { type LibtorchInstall, inspect, locateLibtorch, notFoundMessage } from "
 const LEAN_EXTRAS = ["nvidia-cuda-runtime==13.0.96.*", "nvidia-cuda-cupti==13.0.85.*"];
 
 export interface ProvisionOptions {
-  /** Install torch with its whole CUDA dependency set (~3 GB) instead of the lean CPU set. */
+  /**
+   * Make libtorch's CUDA libraries available: reuse a torch 2.11 that has them, else install
+   * torch with exactly the CUDA wheels its METADATA pins (~2.5 GB) into the cache.
+   */
   readonly cuda?: boolean;
   /** Reinstall even when a usable libtorch is found. */
   readonly force?: boolean;
@@ -39,37 +43,65 @@ export function provisionLibtorch(options: ProvisionOptions = {}): LibtorchInsta
   const log = options.log ?? ((line: string) => console.log(line));
   const search = locateLibtorch(env);
   if (search.explicitProblem) throw new LibtorchNotFoundError(notFoundMessage(search));
-  if (search.found && !options.force && !(options.cuda && search.found.source === "cache")) {
+  if (options.cuda) return provisionCuda(options, env, log);
+  if (search.found && !options.force) {
     log(`libtorch ${search.found.version} ready at ${search.found.lib} (from ${search.found.source})`);
     return search.found;
   }
+  const args = ["--no-deps", `torch==${TORCH_VERSION}`, ...LEAN_EXTRAS];
+  log(`installing torch ${TORCH_VERSION} (lean CPU set, ~0.55 GB) into ${managedTorchDir(env)}`);
+  return installIntoCache(env, log, [args]);
+}
 
+function provisionCuda(options: ProvisionOptions, env: NodeJS.ProcessEnv, log: (line: string) => void): LibtorchInstall {
+  const plan = planCudaSetup(locateLibtorch(env), options.force === true);
+  if (plan.action === "reuse") {
+    log(`libtorch ${plan.install.version} with its CUDA libraries ready at ${plan.install.lib} (from ${plan.install.source})`);
+    return plan.install;
+  }
+  if (plan.action === "refuse") throw new LibtorchNotFoundError(plan.message);
+  // The pins come from torch's own METADATA: the lean install's, made first when absent.
+  const base = locateLibtorch(env).found ?? provisionLibtorch({ ...options, cuda: false });
+  const metadata = readTorchMetadata(base.root);
+  if (!metadata) throw new LibtorchNotFoundError(`no torch METADATA beside ${base.root}: cannot read its CUDA pins`);
+  const pins = cudaRequirements(metadata);
+  if (pins.length === 0) throw new LibtorchNotFoundError(`torch's METADATA beside ${base.root} pins no CUDA libraries (a CPU-only torch?)`);
+  log(`installing torch ${TORCH_VERSION} with its CUDA libraries (${plan.why}; ~2.5 GB) into ${managedTorchDir(env)}`);
+  log(`  pins from torch's METADATA: ${pins.join(" ")}`);
+  // All nvidia wheels in one pip run (a second run into the same --target skips nvidia/), then
+  // torch alone, without the Python-only dependencies (triton, sympy, ...).
+  return installIntoCache(env, log, [pins, ["--no-deps", `torch==${TORCH_VERSION}`]], true);
+}
+
+/**
+ * Runs pip once per argument list into a scratch directory, checks the result and moves it to
+ * the managed cache: an interrupted install never leaves a half-written cache behind.
+ */
+function installIntoCache(env: NodeJS.ProcessEnv, log: (line: string) => void, runs: string[][], cuda = false): LibtorchInstall {
   const target = managedTorchDir(env);
   const partial = `${target}.partial-${process.pid}`;
   const python = env.XPM_TORCH_PYTHON || "python3";
-  const packages = options.cuda ? [`torch==${TORCH_VERSION}`] : [`torch==${TORCH_VERSION}`, ...LEAN_EXTRAS];
-  const args = [
-    "-m", "pip", "install", "--disable-pip-version-check", "--no-cache-dir", "--only-binary=:all:",
-    ...(options.cuda ? [] : ["--no-deps"]),
-    "--target", partial, ...packages,
-  ];
-  log(`installing torch ${TORCH_VERSION} (${options.cuda ? "with its CUDA libraries, ~3 GB" : "lean CPU set, ~0.55 GB"}) into ${target}`);
-  log(`$ ${python} ${args.join(" ")}`);
   const started = Date.now();
   rmSync(partial, { recursive: true, force: true });
-  const pip = spawnSync(python, args, { stdio: ["ignore", "inherit", "inherit"], env });
-  if (pip.error || pip.status !== 0) {
-    rmSync(partial, { recursive: true, force: true });
-    const why = pip.error ? pip.error.message : `pip exited with ${pip.status}`;
-    throw new LibtorchNotFoundError(
-      `installing torch==${TORCH_VERSION} failed (${why}). xpm-torch setup needs Python 3 with pip ` +
-        `(set XPM_TORCH_PYTHON to choose the interpreter) and access to the Python package index.`,
-    );
+  for (const packages of runs) {
+    const args = ["-m", "pip", "install", "--disable-pip-version-check", "--no-cache-dir", "--only-binary=:all:", "--target", partial, ...packages];
+    log(`$ ${python} ${args.join(" ")}`);
+    const pip = spawnSync(python, args, { stdio: ["ignore", "inherit", "inherit"], env });
+    if (pip.error || pip.status !== 0) {
+      rmSync(partial, { recursive: true, force: true });
+      const why = pip.error ? pip.error.message : `pip exited with ${pip.status}`;
+      throw new LibtorchNotFoundError(
+        `installing torch==${TORCH_VERSION} failed (${why}). xpm-torch setup needs Python 3 with pip ` +
+          `(set XPM_TORCH_PYTHON to choose the interpreter) and access to the Python package index.`,
+      );
+    }
   }
   const installed = inspect(join(partial, "torch"), "cache");
-  if (typeof installed === "string") {
+  const missing = typeof installed === "string" || !cuda ? [] : missingCudaLibraries(installed.root);
+  if (typeof installed === "string" || missing.length > 0) {
     rmSync(partial, { recursive: true, force: true });
-    throw new LibtorchNotFoundError(`pip finished but the install is unusable: ${installed}`);
+    const why = typeof installed === "string" ? installed : `CUDA libraries missing: ${missing.join(", ")}`;
+    throw new LibtorchNotFoundError(`pip finished but the install is unusable: ${why}`);
   }
   if (existsSync(target)) rmSync(target, { recursive: true, force: true });
   renameSync(partial, target);

@@ -1,5 +1,6 @@
-// Distributed primitives over libtorch's c10d: TCPStore rendezvous, the Gloo backend, collectives
-// and a bucketed gradient all-reduce. Every entry point catches all exceptions (a C++ exception
+// Distributed primitives over libtorch's c10d: TCPStore rendezvous, the Gloo backend (or one a
+// factory makes: the NCCL one of the CUDA library), collectives and a bucketed gradient
+// all-reduce. Every entry point catches all exceptions (a C++ exception
 // must never cross `extern "C"`) and returns a malloc'ed message, or null on success.
 //
 // The wheel ships no gloo headers: `gloo-stub/` declares just enough for `ProcessGroupGloo.hpp`
@@ -22,6 +23,8 @@
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -87,15 +90,17 @@ c10d::ReduceOp reduce_op(int op) {
   }
 }
 
-// Gloo needs dense contiguous buffers; a strided tensor is reduced through a contiguous copy.
+// The backends need dense contiguous buffers on their device; a strided tensor, or a CPU one
+// under a GPU backend (flags, layout checks), is reduced through a copy.
 struct Buffer {
   at::Tensor target;
   at::Tensor work;
 };
 
-Buffer buffer_for(const at::Tensor& t) {
+Buffer buffer_for(const at::Tensor& t, const std::optional<c10::Device>& staging) {
   if (!t.defined()) throw std::invalid_argument("an undefined tensor was passed to a collective");
   if (t.is_sparse()) throw std::invalid_argument("sparse tensors are not supported");
+  if (staging && t.device() != *staging) return Buffer{t, t.to(*staging).contiguous()};
   return Buffer{t, t.is_contiguous() ? t : t.contiguous()};
 }
 
@@ -113,6 +118,11 @@ std::string host_name() {
 
 }  // namespace
 
+// Makes this rank's backend over `store` (a c10d::Store* the caller keeps a reference to):
+// null and a c10d::Backend* holding one reference in `*out`, or a malloc'ed message.
+using XpmBackendFactory = char* (*)(void* store, int rank, int world, int device,
+                                    int64_t timeout_ms, void** out);
+
 struct XpmDist {
   c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<c10d::Backend> backend;
@@ -120,13 +130,15 @@ struct XpmDist {
   int world;
   // One line per rank: "<host> <pid>", so that a failed collective can tell which peer died.
   std::string peers;
+  // The backend's device when it is not the CPU's: other tensors travel through a copy there.
+  std::optional<c10::Device> staging;
 };
 
 extern "C" char* xpm_dist_new(const char* master_addr, int master_port, int master_listen_fd,
                               int rank, int world,
                               const char* gloo_interface, int loopback_device,
                               int64_t timeout_ms, int64_t rendezvous_timeout_ms,
-                              XpmDist** out) {
+                              XpmBackendFactory factory, int device, XpmDist** out) {
   *out = nullptr;
   return guarded([&] {
     if (master_port < 0 || master_port > 65535 || (master_port == 0 && world > 1))
@@ -146,23 +158,34 @@ extern "C" char* xpm_dist_new(const char* master_addr, int master_port, int mast
     c10::intrusive_ptr<c10d::Store> store =
         c10::make_intrusive<c10d::PrefixStore>("xpm_torch/0/", tcp);
 
-    auto options = c10d::ProcessGroupGloo::Options::create(timeout);
-    std::string iface(gloo_interface);
-    if (!iface.empty()) {
-      options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(iface));
-    } else if (loopback_device != 0) {
-      options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
-    } else {
-      options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
-    }
-    options->threads = 2;
-
-    // Publish who we are before the Gloo rendezvous, which waits for every rank.
+    // Publish who we are before the backend's rendezvous, which waits for every rank.
     const std::string me = host_name() + " " + std::to_string(getpid());
     store->set("peer/" + std::to_string(rank), std::vector<uint8_t>(me.begin(), me.end()));
 
-    c10::intrusive_ptr<c10d::Backend> backend =
-        c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, world, options);
+    c10::intrusive_ptr<c10d::Backend> backend;
+    std::optional<c10::Device> staging;
+    if (factory != nullptr) {
+      void* made = nullptr;
+      if (char* failure = factory(store.get(), rank, world, device, timeout_ms, &made)) {
+        std::string text(failure);
+        std::free(failure);
+        throw std::runtime_error(text);
+      }
+      backend = c10::intrusive_ptr<c10d::Backend>::reclaim(static_cast<c10d::Backend*>(made));
+      staging = c10::Device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(device));
+    } else {
+      auto options = c10d::ProcessGroupGloo::Options::create(timeout);
+      std::string iface(gloo_interface);
+      if (!iface.empty()) {
+        options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(iface));
+      } else if (loopback_device != 0) {
+        options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+      } else {
+        options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+      }
+      options->threads = 2;
+      backend = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, world, options);
+    }
 
     std::string peers;
     for (int r = 0; r < world; ++r) {
@@ -170,7 +193,7 @@ extern "C" char* xpm_dist_new(const char* master_addr, int master_port, int mast
       peers.append(value.begin(), value.end());
       peers.push_back('\n');
     }
-    auto* dist = new XpmDist{store, backend, rank, world, peers};
+    auto* dist = new XpmDist{store, backend, rank, world, peers, staging};
     *out = dist;
   });
 }
@@ -191,7 +214,7 @@ extern "C" char* xpm_dist_all_reduce(XpmDist* dist, void* const* handles, int n,
     c10d::AllreduceOptions options;
     options.reduceOp = reduce_op(op);
     std::vector<Buffer> buffers;
-    for (const auto& t : tensors(handles, n)) buffers.push_back(buffer_for(t));
+    for (const auto& t : tensors(handles, n)) buffers.push_back(buffer_for(t, dist->staging));
     std::vector<c10::intrusive_ptr<c10d::Work>> works;
     for (auto& b : buffers) {
       std::vector<at::Tensor> one{b.work};
@@ -212,7 +235,7 @@ extern "C" char* xpm_dist_broadcast(XpmDist* dist, void* const* handles, int n, 
     options.rootRank = root;
     options.rootTensor = 0;
     std::vector<Buffer> buffers;
-    for (const auto& t : tensors(handles, n)) buffers.push_back(buffer_for(t));
+    for (const auto& t : tensors(handles, n)) buffers.push_back(buffer_for(t, dist->staging));
     std::vector<c10::intrusive_ptr<c10d::Work>> works;
     for (auto& b : buffers) {
       std::vector<at::Tensor> one{b.work};
@@ -267,6 +290,8 @@ extern "C" char* xpm_dist_sync_gradients(XpmDist* dist, void* const* handles, in
       pieces.reserve(b.grads.size());
       for (const auto& g : b.grads) pieces.push_back(g.reshape({-1}));
       b.flat = at::cat(pieces);
+      // Under a GPU backend, CPU gradients are reduced on its device and copied back below.
+      if (dist->staging && b.flat.device() != *dist->staging) b.flat = b.flat.to(*dist->staging);
       std::vector<at::Tensor> one{b.flat};
       b.work = dist->backend->allreduce(one, options);
     }

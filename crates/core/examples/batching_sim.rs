@@ -4,17 +4,18 @@
 //!    a·bs·l² + b·bs·l + c with ±5 % noise): micro-batches per outer batch, use of the budget
 //!    (75 % of the free memory), and out-of-memory events for the predictive batcher's three packers and the
 //!    power-adaptative batcher; the fitted model's held-out relative error.
-//! 2. On CPU with a small attention-like model measured through `/proc`: predicted against
-//!    measured peak at dimensions that were not probed.
+//! 2. With a small attention-like model, on the CPU measured through `/proc` or on CUDA through
+//!    the caching allocator: predicted against measured peak at dimensions that were not probed.
 //!
-//! `cargo run --release -p xpm-torch-core --example batching_sim`
+//! `cargo run --release -p xpm-torch-core --example batching_sim` (both tables, CPU), or
+//! `batching_sim cuda` (the second table on the first GPU; `scripts/gpu/suite.sh` runs it).
 // An example may stop at the first failure.
 #![allow(clippy::unwrap_used)]
 
 use std::collections::BTreeMap;
 
 use tch::{Device, Kind, Tensor};
-use xpm_torch_core::batching::memory::{CpuMemory, SimulatedDevice};
+use xpm_torch_core::batching::memory::{CpuMemory, CudaMemory, MemoryProbe, SimulatedDevice};
 use xpm_torch_core::batching::{Batcher, CostModel, Dims, Formula, MicroBatchable};
 use xpm_torch_core::config::{
     AdaptivePackerConfig, BatchDimsProviderConfig, BatcherConfig, NoParams, PackerConfig,
@@ -230,7 +231,7 @@ fn simulated_table() {
 
 /// An attention-like block: scores = x·xᵀ/√d, softmax, mixed values, a projection, squared loss.
 fn attention_step(w: &Tensor, bs: i64, l: i64, d: i64) -> Result<()> {
-    let x = Tensor::f_randn([bs, l, d], (Kind::Float, Device::Cpu))?;
+    let x = Tensor::f_randn([bs, l, d], (Kind::Float, w.device()))?;
     let h = x.f_matmul(w)?;
     let scores = h
         .f_matmul(&h.f_transpose(1, 2)?)?
@@ -241,9 +242,19 @@ fn attention_step(w: &Tensor, bs: i64, l: i64, d: i64) -> Result<()> {
     Ok(())
 }
 
-fn cpu_table() {
+fn probe_of(device: Device) -> Box<dyn MemoryProbe> {
+    match device {
+        Device::Cuda(index) => Box::new(CudaMemory::new(index).unwrap()),
+        _ => Box::new(CpuMemory::new(None).unwrap()),
+    }
+}
+
+fn measured_table(device: Device) {
     const D: i64 = 64;
-    let w = Tensor::randn([D, D], (Kind::Float, Device::Cpu)).set_requires_grad(true);
+    // Probes first: on CUDA this opens the CUDA library before anything asks tch about CUDA.
+    let batcher_probe = probe_of(device);
+    let mut probe = probe_of(device);
+    let w = Tensor::randn([D, D], (Kind::Float, device)).set_requires_grad(true);
     let zero = || {
         let mut g = w.shallow_clone();
         g.zero_grad();
@@ -251,8 +262,8 @@ fn cpu_table() {
     };
     let probes = [(1, 256), (1, 512), (2, 512), (2, 1024), (4, 256), (4, 1024)];
     let config = predictive(PackerConfig::Uniform(NoParams {}), &probes);
-    let mut batcher =
-        Batcher::new(&config, 64, Box::new(CpuMemory::new(None).unwrap()), "cpu").unwrap();
+    let label = if device.is_cuda() { "cuda" } else { "cpu" };
+    let mut batcher = Batcher::new(&config, 64, batcher_probe, label).unwrap();
     // Warm-up: libtorch's first calls allocate lasting buffers that are not the batch's cost.
     attention_step(&w, 1, 64, D).unwrap();
     batcher
@@ -263,22 +274,25 @@ fn cpu_table() {
         )
         .unwrap();
     let fitted = batcher.cost_model().unwrap().clone();
+    let measured = if device.is_cuda() {
+        "CUDA, peak allocated memory of the caching allocator"
+    } else {
+        "CPU, peak resident memory (VmHWM)"
+    };
     println!(
-        "CPU, attention-like block (d = {D}), measured peak resident memory (VmHWM) above the \
-         start; fitted on {} probes, coefficients {:?}.\n",
+        "{measured} above the start, attention-like block (d = {D}); fitted on {} probes, \
+         coefficients {:?}.\n",
         probes.len(),
         fitted.coefficients().unwrap()
     );
     println!("| bs | l | predicted MiB | measured MiB | relative error |");
     println!("|---|---|---|---|---|");
-    let mut cpu = CpuMemory::new(None).unwrap();
-    use xpm_torch_core::batching::memory::MemoryProbe;
     for (bs, l) in [(3u64, 384u64), (8, 256), (2, 768), (6, 640), (1, 1536)] {
-        cpu.empty_cache().unwrap();
-        cpu.reset_peak().unwrap();
-        let start = cpu.allocated_bytes().unwrap();
+        probe.empty_cache().unwrap();
+        probe.reset_peak().unwrap();
+        let start = probe.allocated_bytes().unwrap();
         attention_step(&w, bs as i64, l as i64, D).unwrap();
-        let measured = cpu.peak_bytes().unwrap().saturating_sub(start) as f64;
+        let measured = probe.peak_bytes().unwrap().saturating_sub(start) as f64;
         zero().unwrap();
         let predicted = fitted.predict(&dims(bs, l)).unwrap();
         println!(
@@ -291,6 +305,10 @@ fn cpu_table() {
 }
 
 fn main() {
+    if std::env::args().nth(1).as_deref() == Some("cuda") {
+        measured_table(Device::Cuda(0));
+        return;
+    }
     simulated_table();
-    cpu_table();
+    measured_table(Device::Cpu);
 }

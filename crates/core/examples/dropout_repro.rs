@@ -2,7 +2,7 @@
 //! both with dropout, two runs with one seed, and a run interrupted in its second epoch then
 //! resumed, must end with the bytes of the first run. Prints one JSON line per model.
 //!
-//! `dropout_repro [accelerator]`, e.g. `dropout_repro cuda`. `scripts/gpu/reproducibility.sh`
+//! `dropout_repro [accelerator]`, e.g. `dropout_repro cuda`. `scripts/gpu/suite.sh`
 //! runs it on a GPU machine (with `deterministic: true`: some CUDA kernels add in a varying
 //! order otherwise).
 // An example may stop at the first failure.

@@ -22,6 +22,8 @@ use xpm_torch_core::distributed::{
 const SCENARIO: &str = "XPM_DIST_TEST_SCENARIO";
 const OUT_DIR: &str = "XPM_DIST_TEST_OUT";
 const TIMEOUT_MS: &str = "XPM_DIST_TEST_TIMEOUT_MS";
+/// `nccl` makes the workers join with NCCL, each on the GPU of its local rank (Gloo otherwise).
+const BACKEND: &str = "XPM_DIST_TEST_BACKEND";
 /// No test waits for its workers longer than this.
 const TEST_BOUND: Duration = Duration::from_secs(120);
 
@@ -37,7 +39,13 @@ fn worker() {
         .ok()
         .map(|ms| Duration::from_millis(ms.parse().expect("timeout in ms")))
         .unwrap_or(DEFAULT_TIMEOUT);
-    let group = ProcessGroup::new(&env, Backend::Gloo, timeout).expect("rendezvous");
+    let backend = match std::env::var(BACKEND).as_deref() {
+        Ok("nccl") => Backend::Nccl {
+            device: env.local_rank,
+        },
+        _ => Backend::Gloo,
+    };
+    let group = ProcessGroup::new(&env, backend, timeout).expect("rendezvous");
     assert_eq!(
         (group.rank(), group.world_size()),
         (env.rank, env.world_size)
@@ -447,9 +455,13 @@ fn collectives_between_three_processes() {
     run_to_success(3, "collectives", &[]);
 }
 
-fn assert_same_weights(scenario: &str) {
+fn assert_same_weights(scenario: &str, backend: &str) {
     let dir = temp_dir(scenario);
-    run_to_success(2, scenario, &[(OUT_DIR, dir.display().to_string())]);
+    let extra = [
+        (OUT_DIR, dir.display().to_string()),
+        (BACKEND, backend.to_string()),
+    ];
+    run_to_success(2, scenario, &extra);
     let reference = train(None, false);
     for rank in 0..2 {
         let weights = read_weights(&dir.join(format!("rank{rank}.txt")));
@@ -482,12 +494,21 @@ fn assert_same_weights(scenario: &str) {
 
 #[test]
 fn two_ranks_of_half_batches_train_like_one_process() {
-    assert_same_weights("sgd-mean");
+    assert_same_weights("sgd-mean", "gloo");
 }
 
 #[test]
 fn uneven_shards_with_summed_gradients_train_like_one_process() {
-    assert_same_weights("sgd-sum");
+    assert_same_weights("sgd-sum", "gloo");
+}
+
+/// The same with NCCL between two GPUs: the collectives (CPU tensors travel through each rank's
+/// GPU), and two ranks of half batches training like one process.
+#[test]
+#[ignore = "needs two CUDA GPUs: scripts/gpu/suite.sh runs it where there are"]
+fn nccl_between_two_gpus_trains_like_one_process() {
+    run_to_success(2, "collectives", &[(BACKEND, "nccl".to_string())]);
+    assert_same_weights("sgd-mean", "nccl");
 }
 
 /// Starts 2 ranks looping on all_reduce, kills `victim` once both run, and checks that the

@@ -1,12 +1,16 @@
 use napi_derive::napi;
 use serde_json::json;
 
-/// What the loaded libtorch offers, as JSON, for `xpm-torch doctor`: CUDA and its devices,
+/// What the loaded libtorch offers, as JSON, for `xpm-torch doctor`: CUDA, its devices and
+/// versions,
 /// thread pools, CPU back-ends.
 #[napi(catch_unwind)]
 pub fn runtime_info() -> String {
+    // First: the CUDA library loads libtorch_cuda before anything asks libtorch about CUDA.
+    let gpus = xpm_torch_core::runtime::cuda_report();
     let cuda = tch::Cuda::is_available();
     json!({
+        "gpus": gpus,
         "cudaBuilt": tch::utils::has_cuda(),
         "cudaAvailable": cuda,
         "cudaDevices": if cuda { tch::Cuda::device_count() } else { 0 },

@@ -92,3 +92,38 @@ fn a_bad_command_line_exits_2_and_a_bad_file_1() {
     assert!(String::from_utf8_lossy(&bad.stderr).starts_with("ERR_CONFIG: learner"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// On a machine where CUDA is unusable (this one has no GPU), asking for it is a configuration
+/// error naming the accelerator and what is missing; the CPU run of the same job trains.
+#[test]
+fn cuda_where_it_is_unusable_is_a_clear_error_not_a_crash() {
+    let mut config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture()).unwrap()).unwrap();
+    config["fabric_config"]["accelerator"] = "cuda".into();
+    let dir = job_dir("cuda");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("cuda.json");
+    std::fs::write(&file, config.to_string()).unwrap();
+    // The CUDA library is pointed nowhere, so a GPU machine refuses it as well.
+    let out = Command::new(RUNNER)
+        .args([file.to_str().unwrap(), "--job-dir", dir.to_str().unwrap()])
+        .env("XPM_TORCH_CUDA_LIBRARY", dir.join("no-such-library.so"))
+        .output()
+        .expect("start the runner");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.starts_with(
+            "ERR_CONFIG: learner.fabric_config.accelerator: CUDA was requested but is unusable here: "
+        ),
+        "{stderr}"
+    );
+    // Whichever piece is missing first is named with its fix.
+    assert!(
+        stderr.contains("npx xpm-torch setup --cuda")
+            || stderr.contains("XPM_TORCH_CUDA_LIBRARY")
+            || stderr.contains("no CUDA GPU is usable"),
+        "{stderr}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

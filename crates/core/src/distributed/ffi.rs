@@ -5,7 +5,8 @@ use std::ffi::{c_char, c_int, c_void, CStr};
 
 use tch::Tensor;
 
-/// Opaque: the store, the Gloo backend and the peers' identities, owned by the C++ side.
+/// Opaque: the store, the backend (Gloo or NCCL) and the peers' identities, owned by the C++
+/// side.
 #[repr(C)]
 pub(crate) struct XpmDist {
     _private: [u8; 0],
@@ -23,6 +24,8 @@ extern "C" {
         loopback_device: c_int,
         timeout_ms: i64,
         rendezvous_timeout_ms: i64,
+        factory: Option<crate::runtime::NcclBackendFactory>,
+        device: c_int,
         out: *mut *mut XpmDist,
     ) -> *mut c_char;
     pub(crate) fn xpm_dist_free(dist: *mut XpmDist);

@@ -8,6 +8,7 @@ use tch::Tensor;
 use super::ffi::{self, XpmDist};
 use super::peers::{exited_ranks, parse_peers, Peer};
 use super::{DistEnv, DistributedError};
+use crate::runtime::cuda_library;
 use crate::{Error, Result};
 
 /// The communication backend of a process group.
@@ -15,6 +16,12 @@ use crate::{Error, Result};
 pub enum Backend {
     /// Gloo over TCP: CPU tensors, any machine.
     Gloo,
+    /// NCCL, from the CUDA library: one CUDA device per rank, `device` being this rank's. CPU
+    /// tensors passed to a collective travel through a copy on that device.
+    Nccl {
+        /// This rank's CUDA device index.
+        device: usize,
+    },
 }
 
 /// How [`ProcessGroup::all_reduce`] combines the ranks' values.
@@ -155,6 +162,9 @@ impl ProcessGroup {
     /// and the Gloo backend connects all pairs of ranks. Blocks until all `world_size` ranks
     /// have joined or `rendezvous_timeout` has passed.
     ///
+    /// With [`Backend::Nccl`] the CUDA library builds the NCCL backend on the same store and
+    /// connects it at once.
+    ///
     /// Gloo binds to `GLOO_SOCKET_IFNAME` when set, to the loopback interface when the master
     /// address is a loopback one, else to the address this machine's host name resolves to.
     ///
@@ -162,7 +172,6 @@ impl ProcessGroup {
     /// [`DistributedError::Rendezvous`] when the store cannot be hosted or reached, or not all
     /// ranks join in time.
     pub fn with_options(env: &DistEnv, options: DistOptions) -> Result<Self> {
-        let Backend::Gloo = options.backend;
         let rendezvous_error = |message: String| -> Error {
             DistributedError::Rendezvous {
                 rank: env.rank,
@@ -179,6 +188,16 @@ impl ProcessGroup {
         let iface = to_c(env.gloo_interface.as_deref().unwrap_or(""))?;
         let as_int =
             |v: usize| c_int::try_from(v).map_err(|_| rendezvous_error("too many ranks".into()));
+        let (factory, device) = match options.backend {
+            Backend::Gloo => (None, -1),
+            Backend::Nccl { device } => {
+                let library = cuda_library()
+                    .map_err(|reason| rendezvous_error(format!("NCCL needs CUDA: {reason}")))?;
+                let device = c_int::try_from(device)
+                    .map_err(|_| rendezvous_error(format!("no CUDA device {device}")))?;
+                (Some(library.nccl_backend_factory()), device)
+            }
+        };
         let mut raw: *mut XpmDist = std::ptr::null_mut();
         // SAFETY: the strings live through the call; `raw` receives an owned group or stays null.
         let message = unsafe {
@@ -192,6 +211,8 @@ impl ProcessGroup {
                 c_int::from(is_loopback(&env.master_addr)),
                 millis(options.timeout),
                 millis(options.rendezvous_timeout),
+                factory,
+                device,
                 &mut raw,
             )
         };

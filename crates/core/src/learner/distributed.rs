@@ -19,7 +19,7 @@
 
 use std::collections::BTreeMap;
 
-use tch::Tensor;
+use tch::{Device, Tensor};
 
 use super::checkpoint::RankState;
 use crate::config::FabricConfiguration;
@@ -49,11 +49,12 @@ impl Distributed {
     }
 
     /// Joins the process group when `fabric` asks for `ddp` and the launch environment holds
-    /// more than one rank; a lone process otherwise. Returns warnings to report as well.
+    /// more than one rank; a lone process otherwise. Ranks training on CUDA (`device`)
+    /// communicate with NCCL, others with Gloo. Returns warnings to report as well.
     ///
     /// # Errors
     /// [`Error::Distributed`] when the environment is malformed or the rendezvous fails.
-    pub fn join(fabric: &FabricConfiguration) -> Result<(Self, Vec<String>)> {
+    pub fn join(fabric: &FabricConfiguration, device: Device) -> Result<(Self, Vec<String>)> {
         if fabric.strategy != DDP && fabric.strategy != AUTO_STRATEGY {
             return Ok((Self::single(), Vec::new()));
         }
@@ -70,7 +71,11 @@ impl Distributed {
                 .to_string();
             return Ok((Self::single(), vec![warning]));
         }
-        let group = ProcessGroup::new(&env, Backend::Gloo, DEFAULT_TIMEOUT)?;
+        let backend = match device {
+            Device::Cuda(device) => Backend::Nccl { device },
+            _ => Backend::Gloo,
+        };
+        let group = ProcessGroup::new(&env, backend, DEFAULT_TIMEOUT)?;
         Ok((Distributed { group: Some(group) }, Vec::new()))
     }
 

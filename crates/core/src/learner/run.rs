@@ -48,7 +48,7 @@ pub fn learn(
     // On this (the training) thread: the thread count is per thread.
     runtime.apply()?;
     // Before anything random-dependent is built: the samplers need this rank's shard.
-    let (dist, dist_warnings) = Distributed::join(&config.fabric_config)?;
+    let (dist, dist_warnings) = Distributed::join(&config.fabric_config, runtime.device)?;
     let dist = std::rc::Rc::new(dist);
     for message in dist_warnings {
         observer.warning(&message);

@@ -1,4 +1,6 @@
-use tch::{Cuda, Device};
+use tch::Device;
+
+use super::cuda::cuda_device_count;
 
 use crate::{Error, Result};
 
@@ -39,14 +41,21 @@ pub struct Hardware {
 }
 
 impl Hardware {
-    /// Asks libtorch.
+    /// Opens the CUDA library (see [`super::cuda_library`]) and counts the devices; 0 when CUDA
+    /// is unusable.
     pub fn detect() -> Self {
-        let cuda_devices = if Cuda::is_available() {
-            usize::try_from(Cuda::device_count()).unwrap_or(0)
-        } else {
-            0
-        };
-        Hardware { cuda_devices }
+        Hardware {
+            cuda_devices: cuda_device_count(),
+        }
+    }
+
+    /// What `accelerator` needs to know: nothing about CUDA for the CPU (no CUDA library is
+    /// opened), else [`Hardware::detect`].
+    pub fn for_accelerator(accelerator: Accelerator) -> Self {
+        match accelerator {
+            Accelerator::Cpu => Hardware { cuda_devices: 0 },
+            Accelerator::Auto | Accelerator::Cuda => Self::detect(),
+        }
     }
 }
 

@@ -3,6 +3,7 @@
 //! run's random generators.
 
 mod autocast;
+mod cuda;
 mod device;
 mod ffi;
 mod generators;
@@ -12,6 +13,7 @@ mod scaler;
 mod setup;
 
 pub use autocast::*;
+pub use cuda::*;
 pub use device::*;
 pub use generators::*;
 pub use model::*;

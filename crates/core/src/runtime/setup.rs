@@ -1,12 +1,22 @@
 use tch::{Device, Tensor};
 
-use super::device::{resolve_devices, Hardware};
+use super::cuda::cuda_library;
+use super::device::{resolve_devices, Accelerator, Hardware};
 use super::ffi::{
     deterministic, float32_matmul_precision, set_deterministic, set_float32_matmul_precision,
 };
 use super::{AutocastGuard, LossScaler, MatmulPrecision, Precision};
 use crate::config::FabricConfiguration;
 use crate::{Error, Result};
+
+/// A CPU batch tensor on `device` (CUDA) without waiting: staged in pinned host memory (libtorch's
+/// caching host allocator keeps it until the copy is done), then copied on the current stream
+/// while the CPU goes on preparing the next batch; kernels queued after it on that stream see
+/// the data. (`_pin_memory` rather than `pin_memory(device)`, which warns on every call in 2.11.)
+fn to_cuda_async(tensor: &Tensor, device: Device) -> Result<Tensor> {
+    let pinned = tensor.f_internal_pin_memory(device)?;
+    Ok(pinned.f_to_device_(device, pinned.kind(), true, false)?)
+}
 
 /// Where the run's `FabricConfiguration` sits in the learner configuration.
 pub const FABRIC_PATH: &str = "learner.fabric_config";
@@ -48,19 +58,48 @@ impl Runtime {
     ///
     /// # Errors
     /// [`Error::Config`] naming `learner.fabric_config.<field>`: an unknown precision,
-    /// strategy, accelerator or device request, CUDA requested but absent, `16-mixed` without
-    /// CUDA, `ddp` on CUDA (no NCCL yet), zero threads.
+    /// strategy, accelerator or device request, CUDA requested but unusable (saying what is
+    /// missing: libtorch's CUDA libraries, xpm-torch's CUDA library, or a GPU), `16-mixed`
+    /// without CUDA, zero threads.
     pub fn from_config(config: &FabricConfiguration) -> Result<(Runtime, Vec<String>)> {
-        Self::for_hardware(config, Hardware::detect())
+        let accelerator =
+            Accelerator::parse(&config.accelerator, &format!("{FABRIC_PATH}.accelerator"))?;
+        // The CPU asks nothing about CUDA: no CUDA library is opened.
+        let hardware = Hardware::for_accelerator(accelerator);
+        if accelerator == Accelerator::Cuda {
+            if let Err(reason) = cuda_library() {
+                return Err(Error::config(
+                    format!("{FABRIC_PATH}.accelerator"),
+                    format!("CUDA was requested but is unusable here: {reason}; or use accelerator \"cpu\""),
+                ));
+            }
+        }
+        // Under ddp on CUDA each process of a node takes the GPU of its local rank.
+        let local_rank = crate::distributed::DistEnv::from_env().map_or(0, |env| env.local_rank);
+        Self::for_rank(config, hardware, local_rank)
     }
 
-    /// [`Runtime::from_config`] against given hardware.
+    /// [`Runtime::from_config`] against given hardware, for local rank 0.
     ///
     /// # Errors
     /// As [`Runtime::from_config`].
     pub fn for_hardware(
         config: &FabricConfiguration,
         hardware: Hardware,
+    ) -> Result<(Runtime, Vec<String>)> {
+        Self::for_rank(config, hardware, 0)
+    }
+
+    /// [`Runtime::for_hardware`] for the process of local rank `local_rank`, which trains on
+    /// the `local_rank`-th of the requested devices under ddp.
+    ///
+    /// # Errors
+    /// As [`Runtime::from_config`]; also [`Error::Config`] at `devices` when a node runs more
+    /// ranks on CUDA than it was given devices.
+    pub fn for_rank(
+        config: &FabricConfiguration,
+        hardware: Hardware,
+        local_rank: usize,
     ) -> Result<(Runtime, Vec<String>)> {
         let path = |field: &str| format!("{FABRIC_PATH}.{field}");
         let mut warnings = Vec::new();
@@ -83,15 +122,21 @@ impl Runtime {
         let devices = resolve_devices(&config.accelerator, &config.devices, hardware, FABRIC_PATH)?;
         // As Lightning, "auto" means ddp as soon as there is more than one process.
         let ddp = config.strategy == DDP || devices.len() > 1 || config.num_nodes > 1;
-        if ddp && devices.iter().any(|d| *d != Device::Cpu) {
-            return Err(Error::config(
-                path("strategy"),
-                "ddp on CUDA needs the NCCL backend, which this core does not have yet; use \
-                 accelerator \"cpu\" (Gloo) or a single device",
-            ));
-        }
-        // Under ddp every process trains on one of the devices: the CPU, for now.
-        let device = devices[0];
+        // Under ddp every process trains on one of the devices: on CUDA its local rank's GPU
+        // (NCCL needs one GPU per rank), on the CPU the CPU.
+        let device = match devices.as_slice() {
+            [Device::Cuda(_), ..] if ddp => *devices.get(local_rank).ok_or_else(|| {
+                Error::config(
+                    path("devices"),
+                    format!(
+                        "local rank {local_rank} has no CUDA device: {} given to this node; \
+                         start at most one process per device",
+                        devices.len()
+                    ),
+                )
+            })?,
+            _ => devices[0],
+        };
         if precision == Precision::Mixed16 && device == Device::Cpu {
             return Err(Error::config(
                 path("precision"),
@@ -140,6 +185,8 @@ impl Runtime {
     pub fn input(&self, tensor: &Tensor) -> Result<Tensor> {
         let moved = if tensor.device() == self.device {
             tensor.shallow_clone()
+        } else if let (Device::Cuda(_), Device::Cpu) = (self.device, tensor.device()) {
+            to_cuda_async(tensor, self.device)?
         } else {
             tensor.f_to_device(self.device)?
         };
@@ -288,18 +335,65 @@ mod tests {
     }
 
     #[test]
-    fn ddp_on_cuda_is_a_clear_error_until_there_is_nccl() {
+    fn ddp_on_cuda_puts_each_local_rank_on_its_gpu() {
         let mut c = fabric("32-true", "cuda");
         c.strategy = "ddp".into();
         c.devices = "2".into();
         let hw = Hardware { cuda_devices: 2 };
-        let text = Runtime::for_hardware(&c, hw).unwrap_err().to_string();
+        let (rt, _) = Runtime::for_rank(&c, hw, 0).unwrap();
+        assert_eq!((rt.device, rt.devices.len()), (Device::Cuda(0), 2));
+        assert_eq!(
+            Runtime::for_rank(&c, hw, 1).unwrap().0.device,
+            Device::Cuda(1)
+        );
+        let text = Runtime::for_rank(&c, hw, 2).unwrap_err().to_string();
         assert!(
-            text.starts_with("learner.fabric_config.strategy: ddp on CUDA needs the NCCL"),
+            text.starts_with("learner.fabric_config.devices: local rank 2 has no CUDA device"),
             "{text}"
         );
+        // World size 1 on one GPU.
         c.devices = "1".into();
-        assert!(Runtime::for_hardware(&c, hw).is_err());
+        assert_eq!(
+            Runtime::for_rank(&c, hw, 0).unwrap().0.device,
+            Device::Cuda(0)
+        );
+        // Explicit indices are honoured per local rank.
+        c.devices = "[1, 0]".into();
+        assert_eq!(
+            Runtime::for_rank(&c, hw, 0).unwrap().0.device,
+            Device::Cuda(1)
+        );
+    }
+
+    #[test]
+    fn cuda_on_this_machine_is_refused_with_what_is_missing() {
+        let Err(reason) = cuda_library() else {
+            return; // a GPU machine: the GPU suite covers it
+        };
+        let err = Runtime::from_config(&fabric("32-true", "cuda")).unwrap_err();
+        assert_eq!(err.code(), "ERR_CONFIG");
+        let text = err.to_string();
+        assert!(
+            text.starts_with(
+                "learner.fabric_config.accelerator: CUDA was requested but is unusable here: "
+            ) && text.contains(&reason.to_string()),
+            "{text}"
+        );
+        // auto falls back to the CPU, and the CPU never opens the CUDA library.
+        assert_eq!(
+            Runtime::from_config(&fabric("32-true", "auto"))
+                .unwrap()
+                .0
+                .device,
+            Device::Cpu
+        );
+        assert_eq!(
+            Runtime::from_config(&fabric("32-true", "cpu"))
+                .unwrap()
+                .0
+                .device,
+            Device::Cpu
+        );
     }
 
     #[test]
@@ -310,16 +404,11 @@ mod tests {
         let (rt, _) = Runtime::for_hardware(&c, CPU_ONLY).unwrap();
         assert_eq!(rt.devices, [Device::Cpu, Device::Cpu]);
         assert_eq!(rt.device, Device::Cpu);
-        // ... and so ddp's limits apply to it.
+        // ... and so ddp's device choice applies to it.
         let mut on_gpus = fabric("32-true", "cuda");
         on_gpus.devices = "2".into();
-        let text = Runtime::for_hardware(&on_gpus, Hardware { cuda_devices: 2 })
-            .unwrap_err()
-            .to_string();
-        assert!(
-            text.starts_with("learner.fabric_config.strategy: ddp on CUDA"),
-            "{text}"
-        );
+        let (rt, _) = Runtime::for_rank(&on_gpus, Hardware { cuda_devices: 2 }, 1).unwrap();
+        assert_eq!(rt.device, Device::Cuda(1));
         c.strategy = "ddp".into();
         let (rt, _) = Runtime::for_hardware(&c, CPU_ONLY).unwrap();
         assert_eq!(rt.devices, [Device::Cpu, Device::Cpu]);
