@@ -23,8 +23,10 @@ pub struct TrainedModel {
 /// # Errors
 /// [`Error::Config`] (path `device`) for another name or a GPU this machine does not have.
 pub fn scoring_device(name: &str) -> Result<tch::Device> {
-    let gpus = tch::Cuda::device_count().max(0) as usize;
+    // Through the CUDA library: asking libtorch first would turn CUDA off for the process.
+    let gpus = crate::runtime::cuda_device_count;
     let cuda = |index: usize| {
+        let gpus = gpus();
         if index < gpus {
             Ok(tch::Device::Cuda(index))
         } else {
@@ -39,7 +41,7 @@ pub fn scoring_device(name: &str) -> Result<tch::Device> {
     };
     match name {
         "cpu" => Ok(tch::Device::Cpu),
-        "auto" => Ok(if gpus > 0 {
+        "auto" => Ok(if gpus() > 0 {
             tch::Device::Cuda(0)
         } else {
             tch::Device::Cpu
@@ -286,7 +288,7 @@ mod device_tests {
     fn devices_are_named_and_absent_gpus_refused() {
         assert_eq!(scoring_device("cpu").unwrap(), tch::Device::Cpu);
         let auto = scoring_device("auto").unwrap();
-        assert_eq!(auto.is_cuda(), tch::Cuda::device_count() > 0);
+        assert_eq!(auto.is_cuda(), crate::runtime::cuda_device_count() > 0);
         let err = scoring_device("cuda:99").unwrap_err().to_string();
         assert!(
             err.starts_with("device: CUDA device 99 is not available"),
