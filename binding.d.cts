@@ -99,8 +99,8 @@ export interface RendezvousSocket {
 }
 
 /**
- * What the loaded libtorch offers, as JSON, for `xpm-torch doctor`: CUDA and its devices,
- * thread pools, CPU back-ends.
+ * What the loaded libtorch offers, as JSON, for `xpm-torch doctor`: CUDA, its devices and
+ * versions, thread pools, CPU back-ends.
  */
 export declare function runtimeInfo(): string
 

@@ -2,8 +2,7 @@ use napi_derive::napi;
 use serde_json::json;
 
 /// What the loaded libtorch offers, as JSON, for `xpm-torch doctor`: CUDA, its devices and
-/// versions,
-/// thread pools, CPU back-ends.
+/// versions, thread pools, CPU back-ends.
 #[napi(catch_unwind)]
 pub fn runtime_info() -> String {
     // First: the CUDA library loads libtorch_cuda before anything asks libtorch about CUDA.
