@@ -143,15 +143,44 @@ fn json_line(line: &str) -> std::result::Result<[String; 3], LineError> {
     Ok(fields)
 }
 
-fn pick<'a>(texts: &'a [String], rows: &[usize]) -> Vec<&'a str> {
-    rows.iter().map(|&r| texts[r].as_str()).collect()
+fn pick(texts: &[String], rows: &[usize]) -> Vec<String> {
+    rows.iter().map(|&r| texts[r].clone()).collect()
+}
+
+/// Where triplets' texts come from: a file read whole, or collections read by id.
+pub trait TripletTexts: std::fmt::Debug + Send + Sync {
+    /// Number of triplets.
+    fn count(&self) -> usize;
+    /// The queries, positives and negatives of triplets `rows`.
+    ///
+    /// # Errors
+    /// An I/O error reading them.
+    fn texts(&self, rows: &[usize]) -> Result<[Vec<String>; 3]>;
+}
+
+impl TripletTexts for TextTriplets {
+    fn count(&self) -> usize {
+        self.len()
+    }
+
+    fn texts(&self, rows: &[usize]) -> Result<[Vec<String>; 3]> {
+        Ok([
+            pick(&self.query, rows),
+            pick(&self.positive, rows),
+            pick(&self.negative, rows),
+        ])
+    }
+}
+
+pub(crate) fn strs(texts: &[String]) -> Vec<&str> {
+    texts.iter().map(String::as_str).collect()
 }
 
 /// Text triplets in a fresh random order each pass, each batch encoded for the model: pairs
 /// `(query, positive)` and `(query, negative)`, or queries and documents apart.
 #[derive(Debug)]
 pub struct TextTripletSampler {
-    triplets: Arc<TextTriplets>,
+    triplets: Arc<dyn TripletTexts>,
     encoding: TextEncoding,
     pass: ShuffledPass,
     truncated: Arc<AtomicU64>,
@@ -164,15 +193,15 @@ impl TextTripletSampler {
     /// # Errors
     /// [`Error::Config`] at `path` when there are fewer triplets than ranks.
     pub fn new(
-        triplets: TextTriplets,
+        triplets: Arc<dyn TripletTexts>,
         encoding: TextEncoding,
         rng: Rng,
         shard: Shard,
         path: &str,
     ) -> Result<Self> {
         Ok(TextTripletSampler {
-            pass: ShuffledPass::new(triplets.len(), rng, shard, path)?,
-            triplets: Arc::new(triplets),
+            pass: ShuffledPass::new(triplets.count(), rng, shard, path)?,
+            triplets,
             encoding,
             truncated: Arc::new(AtomicU64::new(0)),
         })
@@ -191,10 +220,10 @@ impl Sampler for TextTripletSampler {
 
     fn next_batch(&mut self, size: usize) -> Result<Batch> {
         let rows: Vec<usize> = (0..size).map(|_| self.pass.next_item()).collect();
-        let t = &self.triplets;
-        let queries = pick(&t.query, &rows);
-        let (positive, cut_p) = self.encoding.encode(&queries, &pick(&t.positive, &rows))?;
-        let (negative, cut_n) = self.encoding.encode(&queries, &pick(&t.negative, &rows))?;
+        let [queries, positives, negatives] = self.triplets.texts(&rows)?;
+        let queries = strs(&queries);
+        let (positive, cut_p) = self.encoding.encode(&queries, &strs(&positives))?;
+        let (negative, cut_n) = self.encoding.encode(&queries, &strs(&negatives))?;
         self.truncated
             .fetch_add((cut_p + cut_n) as u64, Ordering::Relaxed);
         Ok(Batch::Pairwise(PairwiseBatch { positive, negative }))

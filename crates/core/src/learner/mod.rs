@@ -5,7 +5,7 @@ mod checkpoint;
 mod context;
 mod distributed;
 mod hooks;
-mod listeners;
+pub(crate) mod listeners;
 mod metrics;
 mod observer;
 mod output;
