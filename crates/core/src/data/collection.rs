@@ -60,14 +60,23 @@ fn decimal(id: &[u8]) -> Option<u64> {
     })
 }
 
-/// Ids gathered while indexing: decimal values while every id is one, else hashes.
+/// Ids gathered while indexing: none while each id is its entry's position, then decimal
+/// values while every id is one, else hashes.
 enum IdsSeen {
+    Positions(u64),
     Decimal(Vec<u64>),
     Hashed(Vec<u64>),
 }
 
 impl IdsSeen {
     fn push(&mut self, id: &[u8]) {
+        if let IdsSeen::Positions(count) = self {
+            if decimal(id) == Some(*count) {
+                *count += 1;
+                return;
+            }
+            *self = IdsSeen::Decimal((0..*count).collect());
+        }
         if let IdsSeen::Decimal(values) = self {
             match decimal(id) {
                 Some(v) => return values.push(v),
@@ -142,7 +151,7 @@ impl TextCollection {
         let file = File::open(path).map_err(|e| Error::io(path, e))?;
         let mut reader = BufReader::with_capacity(1 << 20, &file);
         let mut starts = Vec::new();
-        let mut ids = IdsSeen::Decimal(Vec::new());
+        let mut ids = IdsSeen::Positions(0);
         let mut offset = 0u64;
         let mut line = Vec::new();
         for number in 1.. {
@@ -186,9 +195,7 @@ impl TextCollection {
     fn id_map(&self, ids: IdsSeen) -> Result<IdMap> {
         let n = self.len();
         match ids {
-            IdsSeen::Decimal(values) if values.iter().enumerate().all(|(k, &v)| v == k as u64) => {
-                Ok(IdMap::Identity)
-            }
+            IdsSeen::Positions(_) => Ok(IdMap::Identity),
             // Dense when the id range costs at most a few slots per entry.
             IdsSeen::Decimal(values)
                 if values
