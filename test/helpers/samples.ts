@@ -172,6 +172,8 @@ export const SAMPLES: Record<string, () => object> = {
   "xpm_torch.data.TextTripletFile": () => c.TextTripletFile.C({ id: "msmarco/text-triples", path: "/data/t.jsonl", format: "jsonl" }),
   "xpm_torch.samplers.TextTripletSampler": () =>
     c.TextTripletSampler.C({ triplets: c.TextTripletFile.C({ id: "topics", path: "/data/topics.tsv" }) }),
+  "xpm_torch.data.TextPairFile": () => c.TextPairFile.C({ id: "msmarco/scored", path: "/data/scored.jsonl", format: "jsonl" }),
+  "xpm_torch.samplers.TextPairSampler": () => c.TextPairSampler.C({ pairs: c.TextPairFile.C({ id: "distilled", path: "/data/p.tsv" }) }),
   "xpm_torch.data.TextCollection": () => msmarco("collection"),
   "xpm_torch.data.TrecQrels": () => c.TrecQrels.C({ id: "msmarco/dev/qrels", path: "/data/qrels.dev.tsv" }),
   "xpm_torch.data.TrecRun": () => c.TrecRun.C({ id: "msmarco/dev/bm25", path: "/data/run.dev.bm25.trec" }),

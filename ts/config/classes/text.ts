@@ -74,6 +74,33 @@ export const TextTripletSampler = defineConfig(
   { extends: Sampler },
 );
 
+/**
+ * A file of scored text pairs for pointwise losses: TSV (`query<TAB>document<TAB>score`, no
+ * quoting) or JSONL (`{"query": "...", "document": "...", "score": 0.5}`). The score is the
+ * pair's relevance, a number in [0, 1]; anything else, or an empty text, is refused with its
+ * `file:line:column`.
+ */
+export const TextPairFile = defineConfig(
+  "xpm_torch.data.TextPairFile",
+  {
+    id: param(str((s) => s.min(1))).help("What the data is: paths never enter identifiers"),
+    path: meta(path()).help("The file"),
+    format: param(str((s) => s.regex(/^(tsv|jsonl)$/))).optional().help("tsv or jsonl (default: the file's extension)"),
+  },
+  { extends: SampleIterator },
+);
+
+/**
+ * Scored (query, document) text pairs in a fresh random order each pass: pointwise records
+ * (relevance = the score) for `PointwiseCrossEntropyLoss`, tokenised as
+ * {@link TextTripletSampler}'s.
+ */
+export const TextPairSampler = defineConfig(
+  "xpm_torch.samplers.TextPairSampler",
+  { pairs: param(configOf(TextPairFile)) },
+  { extends: Sampler },
+);
+
 const dataId = () => param(str((s) => s.min(1))).help("What the data is: paths never enter identifiers");
 
 /**

@@ -136,6 +136,10 @@ config_enum! {
         /// Triplets.
         TextTripletFile(TextTripletFileConfig) = "xpm_torch.data.TextTripletFile",
         /// A sampler.
+        TextPairSampler(TextPairSamplerConfig) = "xpm_torch.samplers.TextPairSampler",
+        /// Scored pairs.
+        TextPairFile(TextPairFileConfig) = "xpm_torch.data.TextPairFile",
+        /// A sampler.
         IdTripletSampler(Box<IdTripletSamplerConfig>) = "xpm_torch.samplers.IdTripletSampler",
         /// Texts by id.
         TextCollection(TextCollectionConfig) = "xpm_torch.data.TextCollection",

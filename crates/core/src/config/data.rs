@@ -21,6 +21,8 @@ config_enum! {
         TokenTriplets(TokenTripletSamplerConfig) = "xpm_torch.samplers.TokenTripletSampler",
         /// `xpm_torch.samplers.TextTripletSampler`.
         TextTriplets(super::TextTripletSamplerConfig) = "xpm_torch.samplers.TextTripletSampler",
+        /// `xpm_torch.samplers.TextPairSampler`.
+        TextPairs(super::TextPairSamplerConfig) = "xpm_torch.samplers.TextPairSampler",
         /// `xpm_torch.samplers.IdTripletSampler`.
         IdTriplets(Box<super::IdTripletSamplerConfig>) = "xpm_torch.samplers.IdTripletSampler",
         /// A sampler written in TypeScript.

@@ -76,6 +76,27 @@ pub struct TextTripletSamplerConfig {
     pub triplets: Typed<TextTripletFileConfig>,
 }
 
+/// A TSV or JSONL file of scored text pairs.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TextPairFileConfig {
+    /// What the data is (its identity: paths never enter identifiers).
+    pub id: String,
+    /// The file.
+    pub path: String,
+    /// `tsv` or `jsonl`; when absent, the file's extension.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<String>,
+}
+
+/// (query, document, score) text records for pointwise losses.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TextPairSamplerConfig {
+    /// The pairs.
+    pub pairs: Typed<TextPairFileConfig>,
+}
+
 /// An `id<TAB>text` file (documents or queries, as MS MARCO's `collection.tsv` and
 /// `queries.tsv`), read by id through an offset index.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -159,6 +180,7 @@ config_types! {
     HfEncoderConfig = "xpm_torch.models.HFEncoder",
     TextTripletFileConfig = "xpm_torch.data.TextTripletFile",
     TextCollectionConfig = "xpm_torch.data.TextCollection",
+    TextPairFileConfig = "xpm_torch.data.TextPairFile",
 }
 
 /// Checks a `max_length` at `path.max_length`.

@@ -191,14 +191,14 @@ pub(crate) mod tests {
             .join(name)
     }
 
-    fn collection(name: &str) -> Typed<TextCollectionConfig> {
+    pub(crate) fn collection(name: &str) -> Typed<TextCollectionConfig> {
         Typed(TextCollectionConfig {
             id: name.into(),
             path: fixture(name).display().to_string(),
         })
     }
 
-    fn trec(path: PathBuf) -> TrecFileConfig {
+    pub(crate) fn trec(path: PathBuf) -> TrecFileConfig {
         TrecFileConfig {
             id: "f".into(),
             path: path.display().to_string(),
@@ -326,7 +326,7 @@ pub(crate) mod tests {
 /// Training on triplets of ids and validating by re-ranking, through `learn()`.
 #[cfg(test)]
 mod learn_tests {
-    use std::path::Path;
+    use std::path::{Path, PathBuf};
 
     use super::tests::{fixture, reranking_config};
     use super::*;
@@ -358,40 +358,65 @@ mod learn_tests {
         MODEL.replace("@DIR@", &hf.display().to_string())
     }
 
-    fn learner_json(dir: &Path) -> String {
+    /// A cross-encoder learner over the tiny BERT: `hooks` (losses) on `sampler`, with
+    /// `listeners`, for 2 epochs of `steps` steps.
+    fn learner_json(dir: &Path, hooks: &str, sampler: &str, listeners: &str, steps: u64) -> String {
         format!(
             r#"{{"__xpmtype__":"xpm_torch.learner.Learner",
             "random":{{"__xpmtype__":"xpm_torch.base.Random","seed":5}},
-            "trainer":{{"__xpmtype__":"xpm_torch.trainers.LossTrainer",
-                "hooks":[{{"__xpmtype__":"xpm_torch.losses.pairwise.HingeLoss","weight":1.0,"margin":1.0}}],
-                "batcher":{{"__xpmtype__":"xpm_torch.batchers.Batcher"}},
-                "sampler":{{"__xpmtype__":"xpm_torch.samplers.IdTripletSampler",
-                    "queries":{train_queries},"documents":{collection},
-                    "triplets":{triplets}}},
+            "trainer":{{"__xpmtype__":"xpm_torch.trainers.LossTrainer","hooks":[{hooks}],
+                "batcher":{{"__xpmtype__":"xpm_torch.batchers.Batcher"}},"sampler":{sampler},
                 "batch_size":8,"num_workers":1}},
             "model":{model},
-            "max_epochs":2,"steps_per_epoch":15,
+            "max_epochs":2,"steps_per_epoch":{steps},
             "optimizers":[{{"__xpmtype__":"xpm_torch.optim.ParameterOptimizer",
                 "optimizer":{{"__xpmtype__":"xpm_torch.optim.Adam","lr":0.003,"weight_decay":0.0,"eps":1e-8,"betas":[0.9,0.999]}},
                 "filter":{{"__xpmtype__":"xpm_torch.optim.ParameterFilter"}}}}],
-            "listeners":[{{"__xpmtype__":"xpm_torch.listeners.RankingValidationListener","id":"dev",
-                "dataset":{{"__xpmtype__":"xpm_torch.data.TextRerankingDataset",
-                    "queries":{dev_queries},"documents":{collection},
-                    "qrels":{qrels},"run":{run},"batch_size":5}},
-                "metrics":{{"mrr@10":true,"ndcg@10":true}},"warmup":-1,"validation_interval":1,
-                "early_stop":0,"bestpath":"{dir}/best"}}],
+            "listeners":[{listeners}],
             "checkpoint_interval":2,"logpath":"{dir}/runs","checkpointspath":"{dir}/checkpoints","hooks":[],
             "fabric_config":{{"__xpmtype__":"xpm_torch.configuration.FabricConfiguration","precision":"32-true",
                 "num_nodes":1,"devices":"auto","strategy":"auto","accelerator":"auto"}}}}"#,
-            train_queries = collection_json("queries.train.tsv"),
-            dev_queries = collection_json("queries.dev.tsv"),
-            collection = collection_json("collection.tsv"),
-            triplets = trec_json("IdTripletFile", "triples.train.tsv"),
-            qrels = trec_json("TrecQrels", "qrels.dev.tsv"),
-            run = trec_json("TrecRun", "run.dev.trec"),
             model = model_json(),
             dir = dir.display(),
         )
+    }
+
+    const HINGE: &str =
+        r#"{"__xpmtype__":"xpm_torch.losses.pairwise.HingeLoss","weight":1.0,"margin":1.0}"#;
+
+    fn id_triplets_json() -> String {
+        format!(
+            r#"{{"__xpmtype__":"xpm_torch.samplers.IdTripletSampler",
+                "queries":{},"documents":{},"triplets":{}}}"#,
+            collection_json("queries.train.tsv"),
+            collection_json("collection.tsv"),
+            trec_json("IdTripletFile", "triples.train.tsv"),
+        )
+    }
+
+    fn reranking_listener_json(dir: &Path) -> String {
+        format!(
+            r#"{{"__xpmtype__":"xpm_torch.listeners.RankingValidationListener","id":"dev",
+                "dataset":{{"__xpmtype__":"xpm_torch.data.TextRerankingDataset",
+                    "queries":{},"documents":{},"qrels":{},"run":{},"batch_size":5}},
+                "metrics":{{"mrr@10":true,"ndcg@10":true}},"warmup":-1,"validation_interval":1,
+                "early_stop":0,"bestpath":"{}/best"}}"#,
+            collection_json("queries.dev.tsv"),
+            collection_json("collection.tsv"),
+            trec_json("TrecQrels", "qrels.dev.tsv"),
+            trec_json("TrecRun", "run.dev.trec"),
+            dir.display(),
+        )
+    }
+
+    fn run(json: &str) -> crate::learner::LearnOutput {
+        let config = parse_learner(json).unwrap();
+        learn(
+            &config,
+            &mut NoObserver,
+            &std::sync::atomic::AtomicBool::new(false),
+        )
+        .unwrap()
     }
 
     /// The best model of each metric, scored again outside the learner, gives the value the
@@ -399,13 +424,14 @@ mod learn_tests {
     #[test]
     fn a_cross_encoder_trains_on_id_triplets_and_keeps_its_best_rerankers() {
         let dir = scratch_dir();
-        let config = parse_learner(&learner_json(&dir)).unwrap();
-        let out = learn(
-            &config,
-            &mut NoObserver,
-            &std::sync::atomic::AtomicBool::new(false),
-        )
-        .unwrap();
+        let listener = reranking_listener_json(&dir);
+        let out = run(&learner_json(
+            &dir,
+            HINGE,
+            &id_triplets_json(),
+            &listener,
+            15,
+        ));
         assert_eq!(out.epochs.len(), 2);
         for epoch in &out.epochs {
             // The long passage among query 2000's candidates is cut at 24 tokens.
@@ -452,5 +478,59 @@ mod learn_tests {
             );
             assert!((again - value).abs() < 1e-6, "{name}: {again} vs {value}");
         }
+    }
+
+    /// Scored pairs from the fixture's triplets: (query, positive, 1) and (query, negative, 0).
+    fn write_scored_pairs(dir: &Path) -> PathBuf {
+        let config = IdTripletSamplerConfig {
+            queries: super::tests::collection("queries.train.tsv"),
+            documents: super::tests::collection("collection.tsv"),
+            triplets: crate::config::Typed(crate::config::IdTripletFileConfig(super::tests::trec(
+                fixture("triples.train.tsv"),
+            ))),
+        };
+        let triplets = IdTriplets::open(&config).unwrap();
+        let rows: Vec<usize> = (0..triplets.count()).collect();
+        let [q, p, n] = triplets.texts(&rows).unwrap();
+        let mut lines = String::new();
+        for k in 0..rows.len() {
+            lines.push_str(&format!("{}\t{}\t1\n{}\t{}\t0\n", q[k], p[k], q[k], n[k]));
+        }
+        let path = dir.join("scored.tsv");
+        std::fs::write(&path, lines).unwrap();
+        path
+    }
+
+    #[test]
+    fn scored_text_pairs_train_a_cross_encoder_with_a_pointwise_loss() {
+        let dir = scratch_dir();
+        let sampler = format!(
+            r#"{{"__xpmtype__":"xpm_torch.samplers.TextPairSampler",
+                "pairs":{{"__xpmtype__":"xpm_torch.data.TextPairFile","id":"scored","path":"{}"}}}}"#,
+            write_scored_pairs(&dir).display()
+        );
+        let loss =
+            r#"{"__xpmtype__":"xpm_torch.losses.pairwise.PointwiseCrossEntropyLoss","weight":1.0}"#;
+        let listener = reranking_listener_json(&dir);
+        let out = run(&learner_json(&dir, loss, &sampler, &listener, 25));
+        let losses: Vec<f64> = out.epochs.iter().map(|e| e.loss).collect();
+        assert!(losses[1] < losses[0], "{losses:?}");
+        assert!(
+            out.epochs[0].train.keys().any(|k| k.contains("pointwise")),
+            "{:?}",
+            out.epochs[0].train
+        );
+        // A pairwise loss cannot read pointwise records.
+        let err = parse_learner(&learner_json(&dir, HINGE, &sampler, "", 1))
+            .and_then(|c| {
+                learn(
+                    &c,
+                    &mut NoObserver,
+                    &std::sync::atomic::AtomicBool::new(false),
+                )
+            })
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("pointwise"), "{err}");
     }
 }

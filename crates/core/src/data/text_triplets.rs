@@ -51,69 +51,92 @@ impl TextTriplets {
 /// malformed JSON line, or a file without triplets; [`Error::Config`] at `path.format` for an
 /// unknown format.
 pub fn read_text_triplets(config: &TextTripletFileConfig, path: &str) -> Result<TextTriplets> {
-    let named = config
-        .format
-        .as_deref()
-        .or_else(|| Path::new(&config.path).extension().and_then(|e| e.to_str()));
-    let jsonl = match named {
-        Some("tsv") => false,
-        Some("jsonl") | Some("json") => true,
-        other => {
-            return Err(Error::config(
-                format!("{path}.format"),
-                format!(
-                    "unknown text triplet format {:?}: set format to \"tsv\" or \"jsonl\"",
-                    other.unwrap_or("")
-                ),
-            ))
-        }
-    };
+    let jsonl = is_jsonl(config.format.as_deref(), &config.path, path)?;
     let (text, file) = read_utf8(Path::new(&config.path))?;
     parse_text_triplets(&text, &file, jsonl)
 }
 
-type LineError = (usize, String);
+/// Whether a text file is JSONL (else TSV), by its `format` or else its extension.
+///
+/// # Errors
+/// [`Error::Config`] at `path.format` for an unknown format.
+pub(crate) fn is_jsonl(format: Option<&str>, file: &str, path: &str) -> Result<bool> {
+    let named = format.or_else(|| Path::new(file).extension().and_then(|e| e.to_str()));
+    match named {
+        Some("tsv") => Ok(false),
+        Some("jsonl") | Some("json") => Ok(true),
+        other => Err(Error::config(
+            format!("{path}.format"),
+            format!(
+                "unknown format {:?} of {file}: set format to \"tsv\" or \"jsonl\"",
+                other.unwrap_or("")
+            ),
+        )),
+    }
+}
+
+/// (column, message) of a malformed line.
+pub(crate) type LineError = (usize, String);
 
 fn parse_text_triplets(text: &str, file: &str, jsonl: bool) -> Result<TextTriplets> {
     let mut triplets = TextTriplets::default();
+    let parse = if jsonl { json_line } else { tsv_line };
+    for fields in parse_lines(text, file, "triplet", parse)? {
+        triplets.push(fields);
+    }
+    Ok(triplets)
+}
+
+/// `parse` of every non-blank line of `text`, its errors at `file:line:column`; a file
+/// without any `what` is an error too.
+pub(crate) fn parse_lines<T>(
+    text: &str,
+    file: &str,
+    what: &str,
+    parse: impl Fn(&str) -> std::result::Result<T, LineError>,
+) -> Result<Vec<T>> {
     let error = |line: usize, (column, message): LineError| Error::Data {
         file: file.to_string(),
         line,
         column,
         message,
     };
+    let mut records = Vec::new();
     for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
+        if !line.trim().is_empty() {
+            records.push(parse(line).map_err(|e| error(i + 1, e))?);
         }
-        let fields = if jsonl {
-            json_line(line)
-        } else {
-            tsv_line(line)
-        };
-        triplets.push(fields.map_err(|e| error(i + 1, e))?);
     }
-    if triplets.is_empty() {
-        return Err(error(1, (1, "the file holds no triplet".into())));
+    if records.is_empty() {
+        return Err(error(1, (1, format!("the file holds no {what}"))));
     }
-    Ok(triplets)
+    Ok(records)
 }
 
 const FIELDS: [&str; 3] = ["query", "positive", "negative"];
 
 fn tsv_line(line: &str) -> std::result::Result<[String; 3], LineError> {
+    tsv_fields(line, FIELDS)
+}
+
+/// The three non-empty tab-separated fields of `line`, named `names` in messages.
+pub(crate) fn tsv_fields(
+    line: &str,
+    names: [&str; 3],
+) -> std::result::Result<[String; 3], LineError> {
     let fields: Vec<&str> = line.trim_end_matches('\r').split('\t').collect();
     if fields.len() != 3 {
         return Err((
             1,
             format!(
-                "expected 3 tab-separated fields (query, positive, negative), found {}",
+                "expected 3 tab-separated fields ({}), found {}",
+                names.join(", "),
                 fields.len()
             ),
         ));
     }
     let mut column = 1;
-    for (field, name) in fields.iter().zip(FIELDS) {
+    for (field, name) in fields.iter().zip(names) {
         if field.trim().is_empty() {
             return Err((column, format!("the {name} text is empty")));
         }

@@ -21,10 +21,10 @@ use crate::config::{
     SamplerConfig, TrainerConfig, TrainingHookConfig, TripletsConfig, ValidationDataConfig,
 };
 use crate::data::{
-    js_dataset, load_triplets, read_letor, read_text_triplets, synthetic_ltr, BatchSource,
-    BatchwiseSampler, IdTriplets, JsData, JsSampler, LtrDataset, PairwiseSampler, PointwiseSampler,
-    RecordKind, Reranking, Sampler, ScoreInput, Shard, SlateSampler, TextEncoding,
-    TextTripletSampler, TokenTripletSampler,
+    js_dataset, load_triplets, read_letor, read_text_pairs, read_text_triplets, synthetic_ltr,
+    BatchSource, BatchwiseSampler, IdTriplets, JsData, JsSampler, LtrDataset, PairwiseSampler,
+    PointwiseSampler, RecordKind, Reranking, Sampler, ScoreInput, Shard, SlateSampler,
+    TextEncoding, TextPairSampler, TextTripletSampler, TokenTripletSampler,
 };
 use crate::losses::batchwise::{
     CrossEntropyLoss as BatchwiseCrossEntropyLoss, SoftmaxCrossEntropy,
@@ -208,6 +208,11 @@ fn sampler(
                 shard,
                 path,
             )?)
+        }
+        SamplerConfig::TextPairs(c) => {
+            let encoding = text_encoding(text, "TextPairSampler", path)?;
+            let pairs = read_text_pairs(&c.pairs, &format!("{path}.pairs"))?;
+            Box::new(TextPairSampler::new(pairs, encoding, rng, shard, path)?)
         }
         SamplerConfig::IdTriplets(c) => {
             let encoding = text_encoding(text, "IdTripletSampler", path)?;
