@@ -8,7 +8,7 @@ use super::text_triplets::strs;
 use super::trec::{resolve, Place};
 use super::{
     read_id_triplets, Entry, LtrDataset, Qrels, ScoreInput, TextCollection, TextEncoding, TrecRun,
-    TripletTexts,
+    TripletTexts, Truncation,
 };
 use crate::config::{IdTripletSamplerConfig, TextCollectionConfig, TextRerankingConfig};
 use crate::{Error, Result};
@@ -155,12 +155,16 @@ impl Reranking {
         })
     }
 
-    /// The model inputs of candidates `rows`, encoded by `encoding`, and how many texts were
-    /// cut by truncation.
+    /// The model inputs of candidates `rows`, encoded by `encoding`, and how many were cut by
+    /// truncation.
     ///
     /// # Errors
     /// An I/O, tokenizer or libtorch error.
-    pub fn encode(&self, rows: &[usize], encoding: &TextEncoding) -> Result<(ScoreInput, usize)> {
+    pub fn encode(
+        &self,
+        rows: &[usize],
+        encoding: &TextEncoding,
+    ) -> Result<(ScoreInput, Truncation)> {
         let mut queries = Vec::with_capacity(rows.len());
         let mut documents = Vec::with_capacity(rows.len());
         for &r in rows {
@@ -434,12 +438,11 @@ mod learn_tests {
         ));
         assert_eq!(out.epochs.len(), 2);
         for epoch in &out.epochs {
-            // The long passage among query 2000's candidates is cut at 24 tokens.
-            assert_eq!(
-                epoch.metrics["dev/truncated_texts"], 1.0,
-                "{:?}",
-                epoch.metrics
-            );
+            // The long passage among the 65 candidates is cut at 24 tokens.
+            assert_eq!(epoch.metrics["dev/truncated_fraction"], 1.0 / 65.0);
+            // It is a positive of some training triplets too.
+            let cut = epoch.train["data/truncated_fraction"];
+            assert!(cut > 0.0 && cut < 0.2, "{:?}", epoch.train);
         }
         let set = Reranking::open(&reranking_config(fixture("run.dev.trec"), None), "d").unwrap();
         let model_config: ModelConfig = serde_json::from_str(&model_json()).unwrap();

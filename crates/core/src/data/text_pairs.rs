@@ -2,7 +2,6 @@
 //! on the data producer thread by the model's own tokenizer.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use tch::Tensor;
@@ -10,7 +9,7 @@ use tch::Tensor;
 use super::text_triplets::{is_jsonl, parse_lines, strs, tsv_fields, LineError};
 use super::{
     pass_position, read_utf8, restore_pass, Batch, PointwiseBatch, RecordKind, Sampler, Shard,
-    ShuffledPass, TextEncoding,
+    ShuffledPass, TextEncoding, Truncation,
 };
 use crate::config::TextPairFileConfig;
 use crate::rng::Rng;
@@ -103,7 +102,7 @@ pub struct TextPairSampler {
     pairs: Arc<TextPairs>,
     encoding: TextEncoding,
     pass: ShuffledPass,
-    truncated: Arc<AtomicU64>,
+    truncation: Truncation,
 }
 
 impl TextPairSampler {
@@ -122,7 +121,7 @@ impl TextPairSampler {
             pass: ShuffledPass::new(pairs.query.len(), rng, shard, path)?,
             pairs: Arc::new(pairs),
             encoding,
-            truncated: Arc::new(AtomicU64::new(0)),
+            truncation: Truncation::default(),
         })
     }
 }
@@ -139,7 +138,7 @@ impl Sampler for TextPairSampler {
         let documents: Vec<String> = rows.iter().map(|&r| p.document[r].clone()).collect();
         let scores: Vec<f32> = rows.iter().map(|&r| p.score[r]).collect();
         let (input, cut) = self.encoding.encode(&strs(&queries), &strs(&documents))?;
-        self.truncated.fetch_add(cut as u64, Ordering::Relaxed);
+        self.truncation = self.truncation.plus(cut);
         Ok(Batch::Pointwise(PointwiseBatch {
             input,
             relevance: Tensor::f_from_slice(&scores)?,
@@ -154,12 +153,16 @@ impl Sampler for TextPairSampler {
         restore_pass(&mut self.pass, position, path)
     }
 
+    fn truncation(&self) -> Option<Truncation> {
+        Some(self.truncation)
+    }
+
     fn fork(&self) -> Box<dyn Sampler> {
         Box::new(TextPairSampler {
             pairs: self.pairs.clone(),
             encoding: self.encoding.clone(),
             pass: self.pass.clone(),
-            truncated: self.truncated.clone(),
+            truncation: self.truncation,
         })
     }
 }

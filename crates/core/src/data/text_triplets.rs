@@ -2,12 +2,11 @@
 //! on the data producer thread by the model's own tokenizer.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::{
     pass_position, read_utf8, restore_pass, Batch, PairwiseBatch, RecordKind, Sampler, Shard,
-    ShuffledPass, TextEncoding,
+    ShuffledPass, TextEncoding, Truncation,
 };
 use crate::config::TextTripletFileConfig;
 use crate::rng::Rng;
@@ -206,7 +205,7 @@ pub struct TextTripletSampler {
     triplets: Arc<dyn TripletTexts>,
     encoding: TextEncoding,
     pass: ShuffledPass,
-    truncated: Arc<AtomicU64>,
+    truncation: Truncation,
 }
 
 impl TextTripletSampler {
@@ -226,13 +225,8 @@ impl TextTripletSampler {
             pass: ShuffledPass::new(triplets.count(), rng, shard, path)?,
             triplets,
             encoding,
-            truncated: Arc::new(AtomicU64::new(0)),
+            truncation: Truncation::default(),
         })
-    }
-
-    /// Texts cut by truncation so far, over this sampler and its forks.
-    pub fn truncated(&self) -> u64 {
-        self.truncated.load(Ordering::Relaxed)
     }
 }
 
@@ -247,8 +241,7 @@ impl Sampler for TextTripletSampler {
         let queries = strs(&queries);
         let (positive, cut_p) = self.encoding.encode(&queries, &strs(&positives))?;
         let (negative, cut_n) = self.encoding.encode(&queries, &strs(&negatives))?;
-        self.truncated
-            .fetch_add((cut_p + cut_n) as u64, Ordering::Relaxed);
+        self.truncation = self.truncation.plus(cut_p).plus(cut_n);
         Ok(Batch::Pairwise(PairwiseBatch { positive, negative }))
     }
 
@@ -260,12 +253,16 @@ impl Sampler for TextTripletSampler {
         restore_pass(&mut self.pass, position, path)
     }
 
+    fn truncation(&self) -> Option<Truncation> {
+        Some(self.truncation)
+    }
+
     fn fork(&self) -> Box<dyn Sampler> {
         Box::new(TextTripletSampler {
             triplets: self.triplets.clone(),
             encoding: self.encoding.clone(),
             pass: self.pass.clone(),
-            truncated: self.truncated.clone(),
+            truncation: self.truncation,
         })
     }
 }

@@ -6,7 +6,7 @@ use serde_json::json;
 
 use super::best::{BestTracker, Direction, ValidationSchedule};
 use super::{Listener, ListenerCall, ListenerView, RankMetric};
-use crate::data::{LtrDataset, Reranking, ScoreInput, TextEncoding};
+use crate::data::{LtrDataset, Reranking, ScoreInput, TextEncoding, Truncation};
 use crate::learner::{Observer, TrainerContext};
 use crate::models::Model;
 use crate::Result;
@@ -23,19 +23,22 @@ pub(crate) enum RankingInput {
 }
 
 impl RankingInput {
-    /// The score of every document, and how many texts were cut by truncation.
-    fn scores(&self, model: &dyn Model) -> Result<(Vec<f32>, usize)> {
+    /// The score of every document, and how many inputs were cut by truncation.
+    fn scores(&self, model: &dyn Model) -> Result<(Vec<f32>, Truncation)> {
         let _no_grad = tch::no_grad_guard();
         match self {
-            RankingInput::Features(input) => Ok((Vec::<f32>::try_from(model.forward(input)?)?, 0)),
+            RankingInput::Features(input) => Ok((
+                Vec::<f32>::try_from(model.forward(input)?)?,
+                Truncation::default(),
+            )),
             RankingInput::Texts { set, encoding } => {
                 let mut scores = Vec::with_capacity(set.pairs.len());
-                let mut cut = 0;
+                let mut cut = Truncation::default();
                 let rows: Vec<usize> = (0..set.pairs.len()).collect();
                 for chunk in rows.chunks(set.batch_size) {
                     let (input, truncated) = set.encode(chunk, encoding)?;
                     scores.extend(Vec::<f32>::try_from(model.forward(&input)?)?);
-                    cut += truncated;
+                    cut = cut.plus(truncated);
                 }
                 Ok((scores, cut))
             }
@@ -92,7 +95,10 @@ impl Listener for RankingValidation {
         if self.schedule.due(epoch) {
             let (scores, truncated) = self.input.scores(model)?;
             if let RankingInput::Texts { .. } = self.input {
-                logged.insert(format!("{}/truncated_texts", self.id), truncated as f64);
+                logged.insert(
+                    format!("{}/truncated_fraction", self.id),
+                    truncated.cut as f64 / truncated.inputs.max(1) as f64,
+                );
             }
             for (name, metric) in &self.metrics {
                 let value = metric.compute(&scores, &self.data, self.input.judged());
