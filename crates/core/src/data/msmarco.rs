@@ -336,6 +336,7 @@ mod learn_tests {
     use super::*;
     use crate::config::tests_support::scratch_dir;
     use crate::config::{parse_learner, ModelConfig};
+    use crate::data::Sampler;
     use crate::learner::listeners::RankMetric;
     use crate::learner::{learn, NoObserver};
     use crate::rng::Rng;
@@ -535,5 +536,78 @@ mod learn_tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("pointwise"), "{err}");
+    }
+
+    /// Slates of text candidates hold the documents a slate of features would draw with the
+    /// same seed, encoded, padded positions repeating the slate's first document.
+    #[test]
+    fn text_slates_encode_the_drawn_candidates() {
+        use crate::data::{Batch, SlateSampler};
+        let set = Arc::new(
+            Reranking::open(&reranking_config(fixture("run.dev.trec"), None), "d").unwrap(),
+        );
+        let model_config: ModelConfig = serde_json::from_str(&model_json()).unwrap();
+        let encoding = crate::models::hf::text_encoding(&model_config, "m")
+            .unwrap()
+            .unwrap();
+        let mut numbered = set.data.clone();
+        numbered.num_features = 1;
+        numbered.features = (0..numbered.num_docs()).map(|d| d as f32).collect();
+        let shard = crate::data::Shard::WHOLE;
+        let mut texts =
+            SlateSampler::over_texts(set.clone(), encoding.clone(), 9, Rng::new(4), shard, "s")
+                .unwrap();
+        let mut features = SlateSampler::new(&numbered, 9, Rng::new(4), shard, "s").unwrap();
+        for _ in 0..3 {
+            let (Batch::Slate(t), Batch::Slate(f)) = (
+                texts.next_batch(2).unwrap(),
+                features.next_batch(2).unwrap(),
+            ) else {
+                panic!("slates expected")
+            };
+            assert!(t.labels.equal(&f.labels) && t.mask.equal(&f.mask));
+            let ScoreInput::Features(rows) = &f.input else {
+                panic!("features expected")
+            };
+            let rows = Vec::<f32>::try_from(rows.flatten(0, -1)).unwrap();
+            let mask = Vec::<bool>::try_from(f.mask.flatten(0, -1)).unwrap();
+            let expected: Vec<usize> = rows
+                .chunks(9)
+                .zip(mask.chunks(9))
+                .flat_map(|(r, m)| {
+                    (0..9).map(move |i| if m[i] { r[i] as usize } else { r[0] as usize })
+                })
+                .collect();
+            let (want, _) = set.encode(&expected, &encoding).unwrap();
+            let (ScoreInput::Encoded(got), ScoreInput::Encoded(want)) = (&t.input, &want) else {
+                panic!("encoded texts expected")
+            };
+            let (crate::data::EncodedTexts::Pairs(got), crate::data::EncodedTexts::Pairs(want)) =
+                (got, want)
+            else {
+                panic!("pairs expected")
+            };
+            assert!(got.ids.equal(&want.ids));
+        }
+        assert!(texts.truncation().unwrap().inputs == 54);
+    }
+
+    #[test]
+    fn a_listwise_loss_trains_a_cross_encoder_on_slates_of_a_run() {
+        let dir = scratch_dir();
+        let sampler = format!(
+            r#"{{"__xpmtype__":"xpm_torch.samplers.SlateSampler","slate_length":6,
+                "dataset":{{"__xpmtype__":"xpm_torch.data.TextRerankingDataset",
+                    "queries":{},"documents":{},"qrels":{},"run":{}}}}}"#,
+            collection_json("queries.dev.tsv"),
+            collection_json("collection.tsv"),
+            trec_json("TrecQrels", "qrels.dev.tsv"),
+            trec_json("TrecRun", "run.dev.trec"),
+        );
+        let loss = r#"{"__xpmtype__":"xpm_torch.losses.listwise.ListNetLoss","weight":1.0}"#;
+        let out = run(&learner_json(&dir, loss, &sampler, "", 20));
+        let losses: Vec<f64> = out.epochs.iter().map(|e| e.loss).collect();
+        assert!(losses[1] < losses[0], "{losses:?}");
+        assert!(out.epochs[0].train.contains_key("data/truncated_fraction"));
     }
 }

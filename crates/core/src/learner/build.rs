@@ -187,13 +187,23 @@ fn sampler(
             shard,
             path,
         )?),
-        SamplerConfig::Slate(c) => Box::new(SlateSampler::new(
-            &data(&c.dataset)?,
-            c.slate_length as usize,
-            rng,
-            shard,
-            path,
-        )?),
+        SamplerConfig::Slate(c) => match &c.dataset {
+            DatasetConfig::TextReranking(t) => Box::new(SlateSampler::over_texts(
+                Arc::new(Reranking::open(t, &format!("{path}.dataset"))?),
+                text_encoding(text, "a SlateSampler over a TextRerankingDataset", path)?,
+                c.slate_length as usize,
+                rng,
+                shard,
+                path,
+            )?),
+            other => Box::new(SlateSampler::new(
+                &data(other)?,
+                c.slate_length as usize,
+                rng,
+                shard,
+                path,
+            )?),
+        },
         SamplerConfig::TokenTriplets(c) => {
             let triplets = load_triplets(&c.triplets, &format!("{path}.triplets"))?;
             Box::new(TokenTripletSampler::new(triplets, rng, shard, path)?)
