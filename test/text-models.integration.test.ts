@@ -14,8 +14,16 @@ import {
   LossTrainer,
   ParameterOptimizer,
   Random,
+  DataError,
+  IdTripletFile,
+  IdTripletSampler,
+  RankingValidationListener,
+  TextCollection,
+  TextRerankingDataset,
   TextTripletFile,
   TextTripletSampler,
+  TrecQrels,
+  TrecRun,
   XpmTorchError,
   learn,
   loadModel,
@@ -90,6 +98,60 @@ describe("pretrained text models through the binding", () => {
     );
     await expect(learn(learner(CrossEncoder.C({ encoder: missing }), triplets), { workspace: join(dir, "ws-missing2") })).rejects.toBeInstanceOf(
       XpmTorchError,
+    );
+  });
+});
+
+describe("the MS MARCO layout through the binding", () => {
+  const dir = mkdtempSync(join(tmpdir(), "xpm-msmarco-"));
+  const msmarco = resolve("crates/core/tests/fixtures/msmarco");
+  const collection = TextCollection.C({ id: "passages", path: join(msmarco, "collection.tsv") });
+  const msmarcoLearner = (triples: string) =>
+    Learner.C({
+      random: Random.C({ seed: 3 }),
+      model: CrossEncoder.C({ encoder: HFEncoder.C({ id: "tiny-bert", path: TINY_BERT }), max_length: 24 }),
+      trainer: LossTrainer.C({
+        hooks: [HingeLoss.C({ margin: 1 })],
+        sampler: IdTripletSampler.C({
+          queries: TextCollection.C({ id: "train-queries", path: join(msmarco, "queries.train.tsv") }),
+          documents: collection,
+          triplets: IdTripletFile.C({ id: "triples", path: triples }),
+        }),
+        batch_size: 8,
+      }),
+      optimizers: [ParameterOptimizer.C({ optimizer: Adam.C({ lr: 0.003 }) })],
+      max_epochs: 1,
+      steps_per_epoch: 5,
+      listeners: [
+        RankingValidationListener.C({
+          id: "dev",
+          dataset: TextRerankingDataset.C({
+            queries: TextCollection.C({ id: "dev-queries", path: join(msmarco, "queries.dev.tsv") }),
+            documents: collection,
+            qrels: TrecQrels.C({ id: "qrels", path: join(msmarco, "qrels.dev.tsv") }),
+            run: TrecRun.C({ id: "bm25", path: join(msmarco, "run.dev.trec") }),
+          }),
+          metrics: { "mrr@10": true, "ndcg@10": false },
+        }),
+      ],
+    });
+
+  it("trains on triplets of ids and reports re-ranking metrics and truncation", async () => {
+    const result = await learn(msmarcoLearner(join(msmarco, "triples.train.tsv")), { workspace: join(dir, "ws") });
+    const metrics = result.epochs[0]!.metrics;
+    expect(metrics["dev/mrr@10"]!).toBeGreaterThan(0);
+    expect(metrics["dev/ndcg@10"]!).toBeLessThanOrEqual(1);
+    expect(metrics["dev/truncated_fraction"]).toBeCloseTo(1 / 65, 12);
+    expect(result.epochs[0]!.train).toHaveProperty(["data/truncated_fraction"]);
+  });
+
+  it("names an id missing from its collection with the line that refers to it", async () => {
+    const triples = join(dir, "bad-triples.tsv");
+    writeFileSync(triples, "1000\t0\t1\n1000\t0\t77777\n");
+    const run = learn(msmarcoLearner(triples), { workspace: join(dir, "ws-bad") });
+    await expect(run).rejects.toBeInstanceOf(DataError);
+    await expect(learn(msmarcoLearner(triples), { workspace: join(dir, "ws-bad2") })).rejects.toThrow(
+      /bad-triples\.tsv:2:1: the document id "77777" is not in .*collection\.tsv/,
     );
   });
 });

@@ -14,6 +14,16 @@ const ranking = (id: string, seed: number) =>
     validation_interval: 2,
     early_stop: 4,
   });
+const msmarco = (name: string) => c.TextCollection.C({ id: `msmarco/${name}`, path: `/data/${name}.tsv` });
+const reranking = () =>
+  c.TextRerankingDataset.C({
+    queries: msmarco("queries.dev"),
+    documents: msmarco("collection"),
+    qrels: c.TrecQrels.C({ id: "msmarco/dev/qrels", path: "/data/qrels.dev.tsv" }),
+    run: c.TrecRun.C({ id: "msmarco/dev/bm25", path: "/data/run.dev.trec" }),
+    depth: 100,
+    batch_size: 32,
+  });
 const synthetic = () =>
   c.SyntheticTokenTriplets.C({ seed: 4, num_triplets: 50, vocab_size: 300, query_length: 3, min_length: 5, max_length: 20 });
 const hinge = () => c.HingeLoss.C({ weight: 0.5, margin: 2 });
@@ -165,6 +175,19 @@ export const SAMPLES: Record<string, () => object> = {
   "xpm_torch.data.TextTripletFile": () => c.TextTripletFile.C({ id: "msmarco/text-triples", path: "/data/t.jsonl", format: "jsonl" }),
   "xpm_torch.samplers.TextTripletSampler": () =>
     c.TextTripletSampler.C({ triplets: c.TextTripletFile.C({ id: "topics", path: "/data/topics.tsv" }) }),
+  "xpm_torch.data.TextPairFile": () => c.TextPairFile.C({ id: "msmarco/scored", path: "/data/scored.jsonl", format: "jsonl" }),
+  "xpm_torch.samplers.TextPairSampler": () => c.TextPairSampler.C({ pairs: c.TextPairFile.C({ id: "distilled", path: "/data/p.tsv" }) }),
+  "xpm_torch.data.TextCollection": () => msmarco("collection"),
+  "xpm_torch.data.TrecQrels": () => c.TrecQrels.C({ id: "msmarco/dev/qrels", path: "/data/qrels.dev.tsv" }),
+  "xpm_torch.data.TrecRun": () => c.TrecRun.C({ id: "msmarco/dev/bm25", path: "/data/run.dev.bm25.trec" }),
+  "xpm_torch.data.IdTripletFile": () => c.IdTripletFile.C({ id: "msmarco/train/triples", path: "/data/qidpidtriples.tsv" }),
+  "xpm_torch.samplers.IdTripletSampler": () =>
+    c.IdTripletSampler.C({
+      queries: msmarco("queries.train"),
+      documents: msmarco("collection"),
+      triplets: c.IdTripletFile.C({ id: "msmarco/train/triples", path: "/data/triples.tsv" }),
+    }),
+  "xpm_torch.data.TextRerankingDataset": () => reranking(),
   "xpm_torch.parameters.RegexParametersIterator": () =>
     c.RegexParametersIterator.C({ regex: "layers\\.0\\.", negative_regex: "bias", model: c.Linear.C({ input_dim: 2 }) }),
   "xpm_torch.parameters.InverseParametersIterator": () =>

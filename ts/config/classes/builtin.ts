@@ -5,6 +5,7 @@ import { generated, meta, param } from "../declare.js";
 import { bool, dict, float, int, list, literal, path, str } from "../types.js";
 import { Module, SampleIterator, Sampler } from "./base.js";
 import { LearnerListener } from "./learner.js";
+import { TextRerankingDataset } from "./text.js";
 
 /** A multi-layer perceptron scorer: features to one score, ReLU between layers. */
 export const MlpScorer = defineConfig(
@@ -156,6 +157,9 @@ export const InMemoryLtrDataset = defineConfig(
 /** The learning-to-rank datasets. */
 const ltrDataset = () => configOf(SyntheticLtrDataset, LetorDataset, InMemoryLtrDataset);
 
+/** The datasets whose queries are ranked as a whole: the feature ones and a text run to re-rank. */
+const rankedDataset = () => configOf(SyntheticLtrDataset, LetorDataset, InMemoryLtrDataset, TextRerankingDataset);
+
 /** Preference pairs (a more and a less relevant document of one query) from a dataset. */
 export const PairwiseSampler = defineConfig(
   "xpm_torch.samplers.PairwiseSampler",
@@ -193,7 +197,7 @@ export const BatchwiseSampler = defineConfig(
 export const SlateSampler = defineConfig(
   "xpm_torch.samplers.SlateSampler",
   {
-    dataset: param(ltrDataset()),
+    dataset: param(rankedDataset()),
     slate_length: param(int((s) => s.min(2))).default(64, { ignoreDefault: true }).help("Most documents per slate"),
   },
   { extends: Sampler },
@@ -248,7 +252,7 @@ export const TokenTripletSampler = defineConfig(
 );
 
 /** Metric names a {@link RankingValidationListener} understands. */
-export const RANK_METRIC = /^(pairwise_accuracy|mrr|map|(ndcg|err)(@[1-9][0-9]*)?|(precision|recall)@[1-9][0-9]*)$/;
+export const RANK_METRIC = /^(pairwise_accuracy|map|(mrr|ndcg|err)(@[1-9][0-9]*)?|(precision|recall)@[1-9][0-9]*)$/;
 
 /**
  * Ranking metrics on held-out queries — `pairwise_accuracy`, `mrr`, `map`, `ndcg`, `ndcg@k`,
@@ -259,7 +263,7 @@ export const RANK_METRIC = /^(pairwise_accuracy|mrr|map|(ndcg|err)(@[1-9][0-9]*)
 export const RankingValidationListener = defineConfig(
   "xpm_torch.listeners.RankingValidationListener",
   {
-    dataset: param(ltrDataset()),
+    dataset: param(rankedDataset()),
     metrics: param(dict(bool())).default({ "ndcg@10": true, mrr: false, pairwise_accuracy: false }, { ignoreDefault: true }),
     warmup: param(int((s) => s.min(-1))).default(-1, { ignoreDefault: true }),
     validation_interval: param(int((s) => s.min(1))).default(1, { ignoreDefault: true }),
@@ -273,7 +277,7 @@ export const RankingValidationListener = defineConfig(
       const names = Object.keys(v.metrics);
       if (names.length === 0) issue("metrics", "needs at least one metric");
       for (const name of names) {
-        if (!RANK_METRIC.test(name)) issue(`metrics.${name}`, "unknown metric (use pairwise_accuracy, mrr, map, ndcg, ndcg@k, err, err@k, precision@k or recall@k)");
+        if (!RANK_METRIC.test(name)) issue(`metrics.${name}`, "unknown metric (use pairwise_accuracy, mrr, mrr@k, map, ndcg, ndcg@k, err, err@k, precision@k or recall@k)");
       }
       if (v.early_stop % v.validation_interval !== 0) {
         issue("early_stop", `must be a multiple of validation_interval (${v.validation_interval}), or 0`);

@@ -73,3 +73,95 @@ export const TextTripletSampler = defineConfig(
   { triplets: param(configOf(TextTripletFile)) },
   { extends: Sampler },
 );
+
+/**
+ * A file of scored text pairs for pointwise losses: TSV (`query<TAB>document<TAB>score`, no
+ * quoting) or JSONL (`{"query": "...", "document": "...", "score": 0.5}`). The score is the
+ * pair's relevance, a number in [0, 1]; anything else, or an empty text, is refused with its
+ * `file:line:column`.
+ */
+export const TextPairFile = defineConfig(
+  "xpm_torch.data.TextPairFile",
+  {
+    id: param(str((s) => s.min(1))).help("What the data is: paths never enter identifiers"),
+    path: meta(path()).help("The file"),
+    format: param(str((s) => s.regex(/^(tsv|jsonl)$/))).optional().help("tsv or jsonl (default: the file's extension)"),
+  },
+  { extends: SampleIterator },
+);
+
+/**
+ * Scored (query, document) text pairs in a fresh random order each pass: pointwise records
+ * (relevance = the score) for `PointwiseCrossEntropyLoss`, tokenised as
+ * {@link TextTripletSampler}'s.
+ */
+export const TextPairSampler = defineConfig(
+  "xpm_torch.samplers.TextPairSampler",
+  { pairs: param(configOf(TextPairFile)) },
+  { extends: Sampler },
+);
+
+const dataId = () => param(str((s) => s.min(1))).help("What the data is: paths never enter identifiers");
+
+/**
+ * Texts by id in an `id<TAB>text` file: documents (MS MARCO's `collection.tsv`) or queries
+ * (`queries.tsv`). The file is indexed in one pass and each text read when a batch needs it,
+ * on the data producer thread: it is never parsed whole. Ids are unique; empty texts are
+ * refused with their `file:line`.
+ */
+export const TextCollection = defineConfig("xpm_torch.data.TextCollection", {
+  id: dataId(),
+  path: meta(path()).help("The file"),
+});
+
+/** TREC relevance judgements: `qid iteration docid grade` per line (negative grades read as 0). */
+export const TrecQrels = defineConfig("xpm_torch.data.TrecQrels", {
+  id: dataId(),
+  path: meta(path()).help("The file"),
+});
+
+/** A TREC run of candidates: `qid Q0 docid rank score tag` per line. */
+export const TrecRun = defineConfig("xpm_torch.data.TrecRun", {
+  id: dataId(),
+  path: meta(path()).help("The file"),
+});
+
+/** Training triples of ids: `qid<TAB>positive docid<TAB>negative docid` per line. */
+export const IdTripletFile = defineConfig("xpm_torch.data.IdTripletFile", {
+  id: dataId(),
+  path: meta(path()).help("The file"),
+});
+
+/**
+ * (query, positive, negative) triplets of ids over text collections (MS MARCO's
+ * `qidpidtriples`), their texts read by id and tokenised as {@link TextTripletSampler}'s.
+ * An id absent from its collection is refused at the triplet file's `file:line`.
+ */
+export const IdTripletSampler = defineConfig(
+  "xpm_torch.samplers.IdTripletSampler",
+  {
+    queries: param(configOf(TextCollection)),
+    documents: param(configOf(TextCollection)),
+    triplets: param(configOf(IdTripletFile)),
+  },
+  { extends: Sampler },
+);
+
+/**
+ * A run's candidates to re-rank, judged by qrels, over text collections: the dataset of a
+ * `RankingValidationListener` for a text model (MRR@10 and NDCG@10 by re-ranking MS MARCO's
+ * dev run), and of a `SlateSampler`. Only the run's queries with a relevant judged document
+ * are kept.
+ */
+export const TextRerankingDataset = defineConfig(
+  "xpm_torch.data.TextRerankingDataset",
+  {
+    queries: param(configOf(TextCollection)),
+    documents: param(configOf(TextCollection)),
+    qrels: param(configOf(TrecQrels)),
+    run: param(configOf(TrecRun)),
+    depth: param(int((s) => s.min(1))).optional().help("Candidates kept per query, best ranked first (default: all)"),
+    batch_size: meta(int((s) => s.min(1))).optional().help("Pairs scored per forward when validating (default 64)"),
+  },
+  { extends: SampleIterator },
+);

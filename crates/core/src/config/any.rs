@@ -139,6 +139,22 @@ config_enum! {
         TextTripletSampler(TextTripletSamplerConfig) = "xpm_torch.samplers.TextTripletSampler",
         /// Triplets.
         TextTripletFile(TextTripletFileConfig) = "xpm_torch.data.TextTripletFile",
+        /// A sampler.
+        TextPairSampler(TextPairSamplerConfig) = "xpm_torch.samplers.TextPairSampler",
+        /// Scored pairs.
+        TextPairFile(TextPairFileConfig) = "xpm_torch.data.TextPairFile",
+        /// A sampler.
+        IdTripletSampler(Box<IdTripletSamplerConfig>) = "xpm_torch.samplers.IdTripletSampler",
+        /// Texts by id.
+        TextCollection(TextCollectionConfig) = "xpm_torch.data.TextCollection",
+        /// Judgements.
+        TrecQrels(TrecQrelsConfig) = "xpm_torch.data.TrecQrels",
+        /// Candidates.
+        TrecRun(TrecRunConfig) = "xpm_torch.data.TrecRun",
+        /// Triplets of ids.
+        IdTripletFile(IdTripletFileConfig) = "xpm_torch.data.IdTripletFile",
+        /// A dataset.
+        TextRerankingDataset(Box<TextRerankingConfig>) = "xpm_torch.data.TextRerankingDataset",
         /// Triplets.
         TokenTripletFile(TripletFileConfig) = "xpm_torch.data.TokenTripletFile",
         /// Triplets.

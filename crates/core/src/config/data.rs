@@ -21,6 +21,10 @@ config_enum! {
         TokenTriplets(TokenTripletSamplerConfig) = "xpm_torch.samplers.TokenTripletSampler",
         /// `xpm_torch.samplers.TextTripletSampler`.
         TextTriplets(super::TextTripletSamplerConfig) = "xpm_torch.samplers.TextTripletSampler",
+        /// `xpm_torch.samplers.TextPairSampler`.
+        TextPairs(super::TextPairSamplerConfig) = "xpm_torch.samplers.TextPairSampler",
+        /// `xpm_torch.samplers.IdTripletSampler`.
+        IdTriplets(Box<super::IdTripletSamplerConfig>) = "xpm_torch.samplers.IdTripletSampler",
         /// A sampler written in TypeScript.
         Js(JsSamplerConfig) = "xpm_torch.samplers.JsSampler",
     }
@@ -124,6 +128,8 @@ config_enum! {
         Letor(LetorDatasetConfig) = "xpm_torch.data.LetorDataset",
         /// A dataset held in TypedArrays on the JavaScript side.
         Js(JsDatasetConfig) = "xpm_torch.data.JsDataset",
+        /// `xpm_torch.data.TextRerankingDataset`.
+        TextReranking(Box<super::TextRerankingConfig>) = "xpm_torch.data.TextRerankingDataset",
     }
 }
 

@@ -76,9 +76,111 @@ pub struct TextTripletSamplerConfig {
     pub triplets: Typed<TextTripletFileConfig>,
 }
 
+/// A TSV or JSONL file of scored text pairs.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TextPairFileConfig {
+    /// What the data is (its identity: paths never enter identifiers).
+    pub id: String,
+    /// The file.
+    pub path: String,
+    /// `tsv` or `jsonl`; when absent, the file's extension.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<String>,
+}
+
+/// (query, document, score) text records for pointwise losses.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TextPairSamplerConfig {
+    /// The pairs.
+    pub pairs: Typed<TextPairFileConfig>,
+}
+
+/// An `id<TAB>text` file (documents or queries, as MS MARCO's `collection.tsv` and
+/// `queries.tsv`), read by id through an offset index.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TextCollectionConfig {
+    /// What the data is (its identity: paths never enter identifiers).
+    pub id: String,
+    /// The file.
+    pub path: String,
+}
+
+/// A TREC file (qrels, run, triplets of ids): its identity and its path.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrecFileConfig {
+    /// What the data is (its identity: paths never enter identifiers).
+    pub id: String,
+    /// The file.
+    pub path: String,
+}
+
+/// Training triplets of ids (`qid<TAB>positive docid<TAB>negative docid`) over text
+/// collections.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct IdTripletSamplerConfig {
+    /// The query texts.
+    pub queries: Typed<TextCollectionConfig>,
+    /// The document texts.
+    pub documents: Typed<TextCollectionConfig>,
+    /// The triplets of ids (`xpm_torch.data.IdTripletFile`).
+    pub triplets: Typed<IdTripletFileConfig>,
+}
+
+/// Candidates of a TREC run re-ranked against TREC qrels, over text collections.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TextRerankingConfig {
+    /// The query texts.
+    pub queries: Typed<TextCollectionConfig>,
+    /// The document texts.
+    pub documents: Typed<TextCollectionConfig>,
+    /// The judgements.
+    pub qrels: Typed<TrecQrelsConfig>,
+    /// The candidates.
+    pub run: Typed<TrecRunConfig>,
+    /// Candidates kept per query, best ranked first (all when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub depth: Option<u64>,
+    /// (query, document) pairs scored per forward when validating.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_size: Option<u64>,
+}
+
+macro_rules! trec_file {
+    ($($name:ident = $id:literal,)+) => {
+        $(
+            #[doc = concat!("`", $id, "`.")]
+            #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+            #[serde(transparent)]
+            pub struct $name(pub TrecFileConfig);
+
+            impl std::ops::Deref for $name {
+                type Target = TrecFileConfig;
+                fn deref(&self) -> &TrecFileConfig {
+                    &self.0
+                }
+            }
+        )+
+        config_types! { $($name = $id,)+ }
+    };
+}
+
+trec_file! {
+    TrecQrelsConfig = "xpm_torch.data.TrecQrels",
+    TrecRunConfig = "xpm_torch.data.TrecRun",
+    IdTripletFileConfig = "xpm_torch.data.IdTripletFile",
+}
+
 config_types! {
     HfEncoderConfig = "xpm_torch.models.HFEncoder",
     TextTripletFileConfig = "xpm_torch.data.TextTripletFile",
+    TextCollectionConfig = "xpm_torch.data.TextCollection",
+    TextPairFileConfig = "xpm_torch.data.TextPairFile",
 }
 
 /// Checks a `max_length` at `path.max_length`.

@@ -182,6 +182,34 @@ impl EncodedTexts {
     }
 }
 
+/// Inputs cut by truncation among inputs encoded (an input is a pair for a cross-encoder, a
+/// text for a bi-encoder).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Truncation {
+    /// Inputs cut to the model's `max_length`.
+    pub cut: u64,
+    /// Inputs encoded.
+    pub inputs: u64,
+}
+
+impl Truncation {
+    /// Both counts summed.
+    pub fn plus(self, other: Truncation) -> Truncation {
+        Truncation {
+            cut: self.cut + other.cut,
+            inputs: self.inputs + other.inputs,
+        }
+    }
+
+    /// What was counted after `earlier` (a previous value of the same counter).
+    pub fn since(self, earlier: Truncation) -> Truncation {
+        Truncation {
+            cut: self.cut.saturating_sub(earlier.cut),
+            inputs: self.inputs.saturating_sub(earlier.inputs),
+        }
+    }
+}
+
 fn singles<'a>(texts: &[&'a str]) -> Vec<TextInput<'a>> {
     texts.iter().map(|t| TextInput::Single(t)).collect()
 }
@@ -201,11 +229,15 @@ pub enum TextEncoding {
 }
 
 impl TextEncoding {
-    /// The model input for `queries[k]` with `documents[k]`, and how many texts were cut.
+    /// The model input for `queries[k]` with `documents[k]`, and how many inputs were cut.
     ///
     /// # Errors
     /// A tokenizer or libtorch error.
-    pub fn encode(&self, queries: &[&str], documents: &[&str]) -> Result<(ScoreInput, usize)> {
+    pub fn encode(&self, queries: &[&str], documents: &[&str]) -> Result<(ScoreInput, Truncation)> {
+        let counted = |cut: usize, inputs: usize| Truncation {
+            cut: cut as u64,
+            inputs: inputs as u64,
+        };
         Ok(match self {
             TextEncoding::Pairs(tokenizer) => {
                 let pairs: Vec<TextInput> = queries
@@ -216,7 +248,7 @@ impl TextEncoding {
                 let batch = tokenizer.encode_batch(&pairs)?;
                 (
                     ScoreInput::Encoded(EncodedTexts::Pairs(EncodedRows::from_batch(&batch)?)),
-                    batch.truncated,
+                    counted(batch.truncated, batch.rows),
                 )
             }
             TextEncoding::Separate { query, document } => {
@@ -227,7 +259,7 @@ impl TextEncoding {
                         query: EncodedRows::from_batch(&q)?,
                         document: EncodedRows::from_batch(&d)?,
                     }),
-                    q.truncated + d.truncated,
+                    counted(q.truncated + d.truncated, q.rows + d.rows),
                 )
             }
         })

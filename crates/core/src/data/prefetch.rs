@@ -1,10 +1,11 @@
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::time::{Duration, Instant};
 
-use super::{Batch, RecordKind, Sampler};
+use super::{Batch, RecordKind, Sampler, Truncation};
 use crate::{Error, Result};
 
-type Prepared = Result<(Batch, serde_json::Value)>;
+/// A batch, the sampler's position after it and its truncation counts so far.
+type Prepared = Result<(Batch, serde_json::Value, Option<Truncation>)>;
 
 /// Batches of a [`Sampler`], prepared ahead on a thread of their own when `ahead > 0`.
 /// One producer makes the batches in order, so the sequence is the same whatever `ahead` is;
@@ -18,6 +19,10 @@ pub struct BatchSource {
     inline: Option<Box<dyn Sampler>>,
     producer: Option<Receiver<Prepared>>,
     waited: Duration,
+    /// The sampler's truncation counts after the last batch consumed.
+    truncation: Option<Truncation>,
+    /// What the batches consumed since the last [`BatchSource::take_truncation`] had cut.
+    truncated: Truncation,
 }
 
 impl BatchSource {
@@ -31,6 +36,8 @@ impl BatchSource {
             inline: None,
             producer: None,
             waited: Duration::ZERO,
+            truncation: None,
+            truncated: Truncation::default(),
         };
         source.start();
         source
@@ -39,6 +46,7 @@ impl BatchSource {
     /// Starts producing from the template's position (it is kept there).
     fn start(&mut self) {
         self.position = self.template.position();
+        self.truncation = self.template.truncation();
         let mut sampler = self.template.fork();
         self.producer = None;
         if self.ahead == 0 {
@@ -53,7 +61,7 @@ impl BatchSource {
             .spawn(move || loop {
                 let batch = sampler
                     .next_batch(batch_size)
-                    .map(|b| (b, sampler.position()));
+                    .map(|b| (b, sampler.position(), sampler.truncation()));
                 let failed = batch.is_err();
                 // A closed channel means the trainer went away (end of run, restore): stop.
                 if tx.send(batch).is_err() || failed {
@@ -75,6 +83,8 @@ impl BatchSource {
         if let Some(sampler) = &mut self.inline {
             let batch = sampler.next_batch(self.batch_size)?;
             self.position = sampler.position();
+            let truncation = sampler.truncation();
+            self.count_truncation(truncation);
             return Ok(batch);
         }
         let Some(rx) = &self.producer else {
@@ -83,10 +93,25 @@ impl BatchSource {
         let started = Instant::now();
         let received = rx.recv();
         self.waited += started.elapsed();
-        let (batch, position) =
+        let (batch, position, truncation) =
             received.map_err(|_| Error::Panic("the batch thread stopped".into()))??;
         self.position = position;
+        self.count_truncation(truncation);
         Ok(batch)
+    }
+
+    fn count_truncation(&mut self, now: Option<Truncation>) {
+        if let (Some(now), Some(before)) = (now, self.truncation) {
+            self.truncated = self.truncated.plus(now.since(before));
+        }
+        self.truncation = now;
+    }
+
+    /// For samplers of texts: the inputs cut by truncation among those encoded in the batches
+    /// consumed since the last call.
+    pub fn take_truncation(&mut self) -> Option<Truncation> {
+        self.truncation?;
+        Some(std::mem::take(&mut self.truncated))
     }
 
     /// The batch that would come next, without consuming it.
@@ -175,5 +200,62 @@ mod tests {
         b.restore(&position, "s").unwrap();
         let got: Vec<Vec<f32>> = (0..10).map(|_| positives(&mut b)).collect();
         assert_eq!(got, expected);
+    }
+
+    /// A sampler that "cuts" one input of every batch it makes.
+    struct Cutting(Box<dyn Sampler>, Truncation);
+
+    impl Sampler for Cutting {
+        fn kind(&self) -> RecordKind {
+            self.0.kind()
+        }
+        fn next_batch(&mut self, size: usize) -> Result<Batch> {
+            self.1 = self.1.plus(Truncation {
+                cut: 1,
+                inputs: size as u64,
+            });
+            self.0.next_batch(size)
+        }
+        fn position(&self) -> serde_json::Value {
+            self.0.position()
+        }
+        fn restore(&mut self, position: &serde_json::Value, path: &str) -> Result<()> {
+            self.0.restore(position, path)
+        }
+        fn fork(&self) -> Box<dyn Sampler> {
+            Box::new(Cutting(self.0.fork(), self.1))
+        }
+        fn truncation(&self) -> Option<Truncation> {
+            Some(self.1)
+        }
+    }
+
+    #[test]
+    fn truncation_counts_the_consumed_batches_only() {
+        for ahead in [0, 3] {
+            let mut source = BatchSource::new(
+                Box::new(Cutting(sampler(), Truncation::default())),
+                7,
+                ahead,
+            );
+            let _ = source.peek().unwrap();
+            for _ in 0..5 {
+                source.next_batch().unwrap();
+            }
+            let five = Truncation { cut: 5, inputs: 35 };
+            assert_eq!(source.take_truncation(), Some(five), "ahead {ahead}");
+            source.next_batch().unwrap();
+            assert_eq!(
+                source.take_truncation(),
+                Some(Truncation { cut: 1, inputs: 7 })
+            );
+        }
+        let mut plain = BatchSource::new(sampler(), 7, 1);
+        plain.next_batch().unwrap();
+        assert_eq!(
+            plain.take_truncation(),
+            None,
+            "samplers of features count nothing"
+        );
     }
 }

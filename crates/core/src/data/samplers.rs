@@ -29,6 +29,12 @@ pub trait Sampler: Send {
 
     /// An independent sampler at the same position (large read-only data is shared).
     fn fork(&self) -> Box<dyn Sampler>;
+
+    /// For samplers of texts: the inputs cut by truncation among those encoded in the
+    /// batches this sampler made so far (a fork starts from its template's counts).
+    fn truncation(&self) -> Option<super::Truncation> {
+        None
+    }
 }
 
 /// Position of a sampler walking a [`ShuffledPass`], as JSON.

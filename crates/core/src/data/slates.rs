@@ -5,8 +5,8 @@ use std::sync::Arc;
 use tch::{Kind, Tensor};
 
 use super::{
-    pass_position, restore_pass, Batch, LtrDataset, RecordKind, Sampler, ScoreInput, Shard,
-    ShuffledPass, SlateBatch,
+    pass_position, restore_pass, Batch, LtrDataset, RecordKind, Reranking, Sampler, ScoreInput,
+    Shard, ShuffledPass, SlateBatch, TextEncoding, Truncation,
 };
 use crate::rng::Rng;
 use crate::{Error, Result};
@@ -18,13 +18,70 @@ use crate::{Error, Result};
 /// query when every query is shorter.
 #[derive(Debug)]
 pub struct SlateSampler {
-    /// The dataset's features and, as the last row, a zero row that padded positions point to.
-    features: Tensor,
+    rows: SlateRows,
     grades: Arc<Vec<u8>>,
     /// Document range of each usable query.
     queries: Arc<Vec<(usize, usize)>>,
     width: usize,
     pass: ShuffledPass,
+}
+
+/// What the documents of the slates are.
+#[derive(Debug)]
+enum SlateRows {
+    /// The dataset's features and, as the last row, a zero row that padded positions point to.
+    Features(Tensor),
+    /// A run's candidates, read and encoded per batch; padded positions repeat the slate's
+    /// first document. Counts the inputs cut by truncation.
+    Texts {
+        set: Arc<Reranking>,
+        encoding: TextEncoding,
+        truncation: Truncation,
+    },
+}
+
+impl SlateRows {
+    fn fork(&self) -> Self {
+        match self {
+            SlateRows::Features(f) => SlateRows::Features(f.shallow_clone()),
+            SlateRows::Texts {
+                set,
+                encoding,
+                truncation,
+            } => SlateRows::Texts {
+                set: set.clone(),
+                encoding: encoding.clone(),
+                truncation: *truncation,
+            },
+        }
+    }
+
+    /// The model input of documents `rows` (`padding` marks a padded position).
+    fn input(&mut self, rows: &[i64], padding: i64, width: usize) -> Result<ScoreInput> {
+        match self {
+            SlateRows::Features(f) => Ok(ScoreInput::Features(
+                f.f_index_select(0, &Tensor::f_from_slice(rows)?)?,
+            )),
+            SlateRows::Texts {
+                set,
+                encoding,
+                truncation,
+            } => {
+                let real: Vec<usize> = rows
+                    .chunks(width)
+                    .flat_map(|slate| {
+                        slate
+                            .iter()
+                            .map(move |&r| if r == padding { slate[0] } else { r })
+                    })
+                    .map(|r| r as usize)
+                    .collect();
+                let (input, cut) = set.encode(&real, encoding)?;
+                *truncation = truncation.plus(cut);
+                Ok(input)
+            }
+        }
+    }
 }
 
 impl SlateSampler {
@@ -35,6 +92,44 @@ impl SlateSampler {
     /// [`Error::Config`] at `path` when `slate_length < 2` or no query has two grades.
     pub fn new(
         dataset: &LtrDataset,
+        slate_length: usize,
+        rng: Rng,
+        shard: Shard,
+        path: &str,
+    ) -> Result<Self> {
+        let dataset_features = dataset.features_tensor()?;
+        let padding_row = Tensor::f_zeros(
+            [1, dataset.num_features as i64],
+            (Kind::Float, dataset_features.device()),
+        )?;
+        let rows = SlateRows::Features(Tensor::f_cat(&[dataset_features, padding_row], 0)?);
+        Self::over(dataset, rows, slate_length, rng, shard, path)
+    }
+
+    /// A sampler of slates of a run's candidates to re-rank (the texts of a
+    /// [`Reranking`]), encoded by `encoding`; see [`SlateSampler::new`].
+    ///
+    /// # Errors
+    /// As [`SlateSampler::new`].
+    pub fn over_texts(
+        set: Arc<Reranking>,
+        encoding: TextEncoding,
+        slate_length: usize,
+        rng: Rng,
+        shard: Shard,
+        path: &str,
+    ) -> Result<Self> {
+        let rows = SlateRows::Texts {
+            set: set.clone(),
+            encoding,
+            truncation: Truncation::default(),
+        };
+        Self::over(&set.data, rows, slate_length, rng, shard, path)
+    }
+
+    fn over(
+        dataset: &LtrDataset,
+        rows: SlateRows,
         slate_length: usize,
         rng: Rng,
         shard: Shard,
@@ -53,13 +148,8 @@ impl SlateSampler {
                 "no query has documents of two different grades, so no slate can be ranked",
             ));
         };
-        let dataset_features = dataset.features_tensor()?;
-        let padding_row = Tensor::f_zeros(
-            [1, dataset.num_features as i64],
-            (Kind::Float, dataset_features.device()),
-        )?;
         Ok(SlateSampler {
-            features: Tensor::f_cat(&[dataset_features, padding_row], 0)?,
+            rows,
             grades: Arc::new(dataset.relevance.clone()),
             pass: ShuffledPass::new(queries.len(), rng, shard, path)?,
             queries: Arc::new(queries),
@@ -125,10 +215,7 @@ impl Sampler for SlateSampler {
         }
         let shape = [size as i64, self.width as i64];
         Ok(Batch::Slate(SlateBatch {
-            input: ScoreInput::Features(
-                self.features
-                    .f_index_select(0, &Tensor::f_from_slice(&rows)?)?,
-            ),
+            input: self.rows.input(&rows, padding, self.width)?,
             labels: Tensor::f_from_slice(&labels)?.f_view(shape)?,
             mask: Tensor::f_from_slice(&mask)?.f_view(shape)?,
         }))
@@ -142,9 +229,16 @@ impl Sampler for SlateSampler {
         restore_pass(&mut self.pass, position, path)
     }
 
+    fn truncation(&self) -> Option<Truncation> {
+        match &self.rows {
+            SlateRows::Features(_) => None,
+            SlateRows::Texts { truncation, .. } => Some(*truncation),
+        }
+    }
+
     fn fork(&self) -> Box<dyn Sampler> {
         Box::new(SlateSampler {
-            features: self.features.shallow_clone(),
+            rows: self.rows.fork(),
             grades: self.grades.clone(),
             queries: self.queries.clone(),
             width: self.width,

@@ -2,12 +2,11 @@
 //! on the data producer thread by the model's own tokenizer.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::{
     pass_position, read_utf8, restore_pass, Batch, PairwiseBatch, RecordKind, Sampler, Shard,
-    ShuffledPass, TextEncoding,
+    ShuffledPass, TextEncoding, Truncation,
 };
 use crate::config::TextTripletFileConfig;
 use crate::rng::Rng;
@@ -51,69 +50,92 @@ impl TextTriplets {
 /// malformed JSON line, or a file without triplets; [`Error::Config`] at `path.format` for an
 /// unknown format.
 pub fn read_text_triplets(config: &TextTripletFileConfig, path: &str) -> Result<TextTriplets> {
-    let named = config
-        .format
-        .as_deref()
-        .or_else(|| Path::new(&config.path).extension().and_then(|e| e.to_str()));
-    let jsonl = match named {
-        Some("tsv") => false,
-        Some("jsonl") | Some("json") => true,
-        other => {
-            return Err(Error::config(
-                format!("{path}.format"),
-                format!(
-                    "unknown text triplet format {:?}: set format to \"tsv\" or \"jsonl\"",
-                    other.unwrap_or("")
-                ),
-            ))
-        }
-    };
+    let jsonl = is_jsonl(config.format.as_deref(), &config.path, path)?;
     let (text, file) = read_utf8(Path::new(&config.path))?;
     parse_text_triplets(&text, &file, jsonl)
 }
 
-type LineError = (usize, String);
+/// Whether a text file is JSONL (else TSV), by its `format` or else its extension.
+///
+/// # Errors
+/// [`Error::Config`] at `path.format` for an unknown format.
+pub(crate) fn is_jsonl(format: Option<&str>, file: &str, path: &str) -> Result<bool> {
+    let named = format.or_else(|| Path::new(file).extension().and_then(|e| e.to_str()));
+    match named {
+        Some("tsv") => Ok(false),
+        Some("jsonl") | Some("json") => Ok(true),
+        other => Err(Error::config(
+            format!("{path}.format"),
+            format!(
+                "unknown format {:?} of {file}: set format to \"tsv\" or \"jsonl\"",
+                other.unwrap_or("")
+            ),
+        )),
+    }
+}
+
+/// (column, message) of a malformed line.
+pub(crate) type LineError = (usize, String);
 
 fn parse_text_triplets(text: &str, file: &str, jsonl: bool) -> Result<TextTriplets> {
     let mut triplets = TextTriplets::default();
+    let parse = if jsonl { json_line } else { tsv_line };
+    for fields in parse_lines(text, file, "triplet", parse)? {
+        triplets.push(fields);
+    }
+    Ok(triplets)
+}
+
+/// `parse` of every non-blank line of `text`, its errors at `file:line:column`; a file
+/// without any `what` is an error too.
+pub(crate) fn parse_lines<T>(
+    text: &str,
+    file: &str,
+    what: &str,
+    parse: impl Fn(&str) -> std::result::Result<T, LineError>,
+) -> Result<Vec<T>> {
     let error = |line: usize, (column, message): LineError| Error::Data {
         file: file.to_string(),
         line,
         column,
         message,
     };
+    let mut records = Vec::new();
     for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
+        if !line.trim().is_empty() {
+            records.push(parse(line).map_err(|e| error(i + 1, e))?);
         }
-        let fields = if jsonl {
-            json_line(line)
-        } else {
-            tsv_line(line)
-        };
-        triplets.push(fields.map_err(|e| error(i + 1, e))?);
     }
-    if triplets.is_empty() {
-        return Err(error(1, (1, "the file holds no triplet".into())));
+    if records.is_empty() {
+        return Err(error(1, (1, format!("the file holds no {what}"))));
     }
-    Ok(triplets)
+    Ok(records)
 }
 
 const FIELDS: [&str; 3] = ["query", "positive", "negative"];
 
 fn tsv_line(line: &str) -> std::result::Result<[String; 3], LineError> {
+    tsv_fields(line, FIELDS)
+}
+
+/// The three non-empty tab-separated fields of `line`, named `names` in messages.
+pub(crate) fn tsv_fields(
+    line: &str,
+    names: [&str; 3],
+) -> std::result::Result<[String; 3], LineError> {
     let fields: Vec<&str> = line.trim_end_matches('\r').split('\t').collect();
     if fields.len() != 3 {
         return Err((
             1,
             format!(
-                "expected 3 tab-separated fields (query, positive, negative), found {}",
+                "expected 3 tab-separated fields ({}), found {}",
+                names.join(", "),
                 fields.len()
             ),
         ));
     }
     let mut column = 1;
-    for (field, name) in fields.iter().zip(FIELDS) {
+    for (field, name) in fields.iter().zip(names) {
         if field.trim().is_empty() {
             return Err((column, format!("the {name} text is empty")));
         }
@@ -143,18 +165,47 @@ fn json_line(line: &str) -> std::result::Result<[String; 3], LineError> {
     Ok(fields)
 }
 
-fn pick<'a>(texts: &'a [String], rows: &[usize]) -> Vec<&'a str> {
-    rows.iter().map(|&r| texts[r].as_str()).collect()
+fn pick(texts: &[String], rows: &[usize]) -> Vec<String> {
+    rows.iter().map(|&r| texts[r].clone()).collect()
+}
+
+/// Where triplets' texts come from: a file read whole, or collections read by id.
+pub trait TripletTexts: std::fmt::Debug + Send + Sync {
+    /// Number of triplets.
+    fn count(&self) -> usize;
+    /// The queries, positives and negatives of triplets `rows`.
+    ///
+    /// # Errors
+    /// An I/O error reading them.
+    fn texts(&self, rows: &[usize]) -> Result<[Vec<String>; 3]>;
+}
+
+impl TripletTexts for TextTriplets {
+    fn count(&self) -> usize {
+        self.len()
+    }
+
+    fn texts(&self, rows: &[usize]) -> Result<[Vec<String>; 3]> {
+        Ok([
+            pick(&self.query, rows),
+            pick(&self.positive, rows),
+            pick(&self.negative, rows),
+        ])
+    }
+}
+
+pub(crate) fn strs(texts: &[String]) -> Vec<&str> {
+    texts.iter().map(String::as_str).collect()
 }
 
 /// Text triplets in a fresh random order each pass, each batch encoded for the model: pairs
 /// `(query, positive)` and `(query, negative)`, or queries and documents apart.
 #[derive(Debug)]
 pub struct TextTripletSampler {
-    triplets: Arc<TextTriplets>,
+    triplets: Arc<dyn TripletTexts>,
     encoding: TextEncoding,
     pass: ShuffledPass,
-    truncated: Arc<AtomicU64>,
+    truncation: Truncation,
 }
 
 impl TextTripletSampler {
@@ -164,23 +215,18 @@ impl TextTripletSampler {
     /// # Errors
     /// [`Error::Config`] at `path` when there are fewer triplets than ranks.
     pub fn new(
-        triplets: TextTriplets,
+        triplets: Arc<dyn TripletTexts>,
         encoding: TextEncoding,
         rng: Rng,
         shard: Shard,
         path: &str,
     ) -> Result<Self> {
         Ok(TextTripletSampler {
-            pass: ShuffledPass::new(triplets.len(), rng, shard, path)?,
-            triplets: Arc::new(triplets),
+            pass: ShuffledPass::new(triplets.count(), rng, shard, path)?,
+            triplets,
             encoding,
-            truncated: Arc::new(AtomicU64::new(0)),
+            truncation: Truncation::default(),
         })
-    }
-
-    /// Texts cut by truncation so far, over this sampler and its forks.
-    pub fn truncated(&self) -> u64 {
-        self.truncated.load(Ordering::Relaxed)
     }
 }
 
@@ -191,12 +237,11 @@ impl Sampler for TextTripletSampler {
 
     fn next_batch(&mut self, size: usize) -> Result<Batch> {
         let rows: Vec<usize> = (0..size).map(|_| self.pass.next_item()).collect();
-        let t = &self.triplets;
-        let queries = pick(&t.query, &rows);
-        let (positive, cut_p) = self.encoding.encode(&queries, &pick(&t.positive, &rows))?;
-        let (negative, cut_n) = self.encoding.encode(&queries, &pick(&t.negative, &rows))?;
-        self.truncated
-            .fetch_add((cut_p + cut_n) as u64, Ordering::Relaxed);
+        let [queries, positives, negatives] = self.triplets.texts(&rows)?;
+        let queries = strs(&queries);
+        let (positive, cut_p) = self.encoding.encode(&queries, &strs(&positives))?;
+        let (negative, cut_n) = self.encoding.encode(&queries, &strs(&negatives))?;
+        self.truncation = self.truncation.plus(cut_p).plus(cut_n);
         Ok(Batch::Pairwise(PairwiseBatch { positive, negative }))
     }
 
@@ -208,12 +253,16 @@ impl Sampler for TextTripletSampler {
         restore_pass(&mut self.pass, position, path)
     }
 
+    fn truncation(&self) -> Option<Truncation> {
+        Some(self.truncation)
+    }
+
     fn fork(&self) -> Box<dyn Sampler> {
         Box::new(TextTripletSampler {
             triplets: self.triplets.clone(),
             encoding: self.encoding.clone(),
             pass: self.pass.clone(),
-            truncated: self.truncated.clone(),
+            truncation: self.truncation,
         })
     }
 }

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use super::hooks::{apply_structural_hooks, GradientHook};
 use super::listeners::best::{BestTracker, Direction, ValidationSchedule};
 use super::listeners::{
-    ranking_trackers, JsListener, Listener, RankMetric, RankingValidation, ValidationLoss,
+    ranking_trackers, JsListener, Listener, RankMetric, RankingInput, RankingValidation,
+    ValidationLoss,
 };
 use super::trainers::{
     memory_probe, AnyLoss, EvaluationBatching, EvaluationPairs, LossSet, LossTrainer,
@@ -20,10 +21,10 @@ use crate::config::{
     SamplerConfig, TrainerConfig, TrainingHookConfig, TripletsConfig, ValidationDataConfig,
 };
 use crate::data::{
-    js_dataset, load_triplets, read_letor, read_text_triplets, synthetic_ltr, BatchSource,
-    BatchwiseSampler, JsData, JsSampler, LtrDataset, PairwiseSampler, PointwiseSampler, RecordKind,
-    Sampler, ScoreInput, Shard, SlateSampler, TextEncoding, TextTripletSampler,
-    TokenTripletSampler,
+    js_dataset, load_triplets, read_letor, read_text_pairs, read_text_triplets, synthetic_ltr,
+    BatchSource, BatchwiseSampler, IdTriplets, JsData, JsSampler, LtrDataset, PairwiseSampler,
+    PointwiseSampler, RecordKind, Reranking, Sampler, ScoreInput, Shard, SlateSampler,
+    TextEncoding, TextPairSampler, TextTripletSampler, TokenTripletSampler,
 };
 use crate::losses::batchwise::{
     CrossEntropyLoss as BatchwiseCrossEntropyLoss, SoftmaxCrossEntropy,
@@ -82,7 +83,25 @@ fn dataset(config: &DatasetConfig, js: &Js, path: &str) -> Result<LtrDataset> {
             c.num_features.map(|n| n as usize),
         )?
         .dataset),
+        DatasetConfig::TextReranking(_) => Err(Error::config(
+            path,
+            "a TextRerankingDataset holds texts, not features: use it in a \
+             RankingValidationListener or a SlateSampler of a text model (CrossEncoder, BiEncoder)",
+        )),
     }
+}
+
+/// How a text model wants texts encoded, or an error at `path` saying `what` needs one.
+fn text_encoding(text: Option<&TextEncoding>, what: &str, path: &str) -> Result<TextEncoding> {
+    text.cloned().ok_or_else(|| {
+        Error::config(
+            path,
+            format!(
+                "{what} feeds texts to a pretrained text model: set the learner's model to a \
+                 CrossEncoder or a BiEncoder"
+            ),
+        )
+    })
 }
 
 /// The losses among `hooks`, for a model whose scores are `output` and records of `records`.
@@ -169,26 +188,46 @@ fn sampler(
             shard,
             path,
         )?),
-        SamplerConfig::Slate(c) => Box::new(SlateSampler::new(
-            &data(&c.dataset)?,
-            c.slate_length as usize,
-            rng,
-            shard,
-            path,
-        )?),
+        SamplerConfig::Slate(c) => match &c.dataset {
+            DatasetConfig::TextReranking(t) => Box::new(SlateSampler::over_texts(
+                Arc::new(Reranking::open(t, &format!("{path}.dataset"))?),
+                text_encoding(text, "a SlateSampler over a TextRerankingDataset", path)?,
+                c.slate_length as usize,
+                rng,
+                shard,
+                path,
+            )?),
+            other => Box::new(SlateSampler::new(
+                &data(other)?,
+                c.slate_length as usize,
+                rng,
+                shard,
+                path,
+            )?),
+        },
         SamplerConfig::TokenTriplets(c) => {
             let triplets = load_triplets(&c.triplets, &format!("{path}.triplets"))?;
             Box::new(TokenTripletSampler::new(triplets, rng, shard, path)?)
         }
         SamplerConfig::TextTriplets(c) => {
-            let encoding = text.cloned().ok_or_else(|| {
-                Error::config(
-                    path,
-                    "TextTripletSampler feeds texts to a pretrained text model: set the \
-                     learner's model to a CrossEncoder or a BiEncoder",
-                )
-            })?;
+            let encoding = text_encoding(text, "TextTripletSampler", path)?;
             let triplets = read_text_triplets(&c.triplets, &format!("{path}.triplets"))?;
+            Box::new(TextTripletSampler::new(
+                Arc::new(triplets),
+                encoding,
+                rng,
+                shard,
+                path,
+            )?)
+        }
+        SamplerConfig::TextPairs(c) => {
+            let encoding = text_encoding(text, "TextPairSampler", path)?;
+            let pairs = read_text_pairs(&c.pairs, &format!("{path}.pairs"))?;
+            Box::new(TextPairSampler::new(pairs, encoding, rng, shard, path)?)
+        }
+        SamplerConfig::IdTriplets(c) => {
+            let encoding = text_encoding(text, "IdTripletSampler", path)?;
+            let triplets = Arc::new(IdTriplets::open(c)?);
             Box::new(TextTripletSampler::new(
                 triplets, encoding, rng, shard, path,
             )?)
@@ -399,8 +438,9 @@ fn listener(
     i: usize,
     output: OutputType,
     device: tch::Device,
-    js: &Js,
+    sources: SamplerSources,
 ) -> Result<Box<dyn Listener>> {
+    let js = sources.js;
     let path = format!("learner.listeners[{i}]");
     let positive = |v: u64, field: &str| -> Result<u64> {
         if v == 0 {
@@ -426,7 +466,20 @@ fn listener(
     };
     Ok(match config {
         ListenerConfig::Ranking(c) => {
-            let data = dataset(&c.dataset, js, &format!("{path}.dataset"))?;
+            let data_path = format!("{path}.dataset");
+            let (data, input) = match &c.dataset {
+                DatasetConfig::TextReranking(t) => {
+                    let set = Arc::new(Reranking::open(t, &data_path)?);
+                    let encoding = text_encoding(sources.text, "TextRerankingDataset", &data_path)?;
+                    (set.data.clone(), RankingInput::Texts { set, encoding })
+                }
+                other => {
+                    let data = dataset(other, js, &data_path)?;
+                    let input =
+                        RankingInput::Features(ScoreInput::Features(data.features_tensor()?));
+                    (data, input)
+                }
+            };
             let metrics = c
                 .metrics
                 .keys()
@@ -440,7 +493,7 @@ fn listener(
             let bestpath = c.bestpath.as_ref().map(PathBuf::from);
             Box::new(RankingValidation {
                 id: c.id.clone(),
-                input: ScoreInput::Features(data.features_tensor()?),
+                input,
                 data,
                 metrics,
                 trackers: ranking_trackers(&c.metrics, bestpath.as_ref()),
@@ -565,13 +618,14 @@ pub(crate) fn build(
 
     let output = model.output_type();
     let text = models::hf::text_encoding(&config.model, "learner.model")?;
+    let sources = SamplerSources {
+        js,
+        text: text.as_ref(),
+    };
     let trainer = trainer(
         &config.trainer,
         runtime.device,
-        SamplerSources {
-            js,
-            text: text.as_ref(),
-        },
+        sources,
         shard,
         seed,
         output,
@@ -583,7 +637,7 @@ pub(crate) fn build(
         .listeners
         .iter()
         .enumerate()
-        .map(|(i, l)| listener(l, i, output, runtime.device, js))
+        .map(|(i, l)| listener(l, i, output, runtime.device, sources))
         .collect::<Result<Vec<_>>>()?;
     let lr_metrics = (1..=config.optimizers.len())
         .map(|i| format!("gradient/scheduler/{i}/1"))

@@ -7,7 +7,7 @@ mod distributed;
 mod hooks;
 #[cfg(test)]
 mod init_tests;
-mod listeners;
+pub(crate) mod listeners;
 mod metrics;
 mod observer;
 mod output;

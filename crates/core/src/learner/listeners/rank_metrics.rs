@@ -7,8 +7,9 @@ use crate::{Error, Result};
 pub enum RankMetric {
     /// Fraction of preference pairs scored in the right order (strictly).
     PairwiseAccuracy,
-    /// Mean reciprocal rank of the first relevant document.
-    Mrr,
+    /// Mean reciprocal rank of the first relevant document, 0 when it is not among the first
+    /// `k` (MS MARCO's MRR@10), or wherever it is.
+    Mrr(Option<usize>),
     /// Normalised discounted cumulative gain (gain `2^rel − 1`) at a cut-off, or over all.
     Ndcg(Option<usize>),
     /// Mean average precision: per query, the mean over its relevant documents of the
@@ -26,7 +27,7 @@ pub enum RankMetric {
 
 /// The metric names, for messages.
 const NAMES: &str =
-    "pairwise_accuracy, mrr, map, ndcg, ndcg@k, err, err@k, precision@k or recall@k";
+    "pairwise_accuracy, mrr, mrr@k, map, ndcg, ndcg@k, err, err@k, precision@k or recall@k";
 
 impl RankMetric {
     /// Parses one of [`NAMES`] (`k` a whole number from 1).
@@ -44,7 +45,7 @@ impl RankMetric {
         };
         Ok(match (base, k) {
             ("pairwise_accuracy", None) => RankMetric::PairwiseAccuracy,
-            ("mrr", None) => RankMetric::Mrr,
+            ("mrr", k) => RankMetric::Mrr(k),
             ("map", None) => RankMetric::Map,
             ("ndcg", k) => RankMetric::Ndcg(k),
             ("err", k) => RankMetric::Err(k),
@@ -58,18 +59,32 @@ impl RankMetric {
     /// weighs every pair equally; the others average over queries, leaving out every query
     /// without a relevant document (where NDCG, AP, recall, MRR and ERR are 0/0, and precision is
     /// left out too so that all metrics count the same queries). `NaN` when no query counts.
-    pub fn compute(self, scores: &[f32], data: &LtrDataset) -> f64 {
-        let top = data.relevance.iter().copied().max().unwrap_or(0);
+    ///
+    /// `judged`, when given, holds for each query `q` the grades of all its judged documents,
+    /// beyond those ranked (a run's candidates to re-rank). A query counts when one of those
+    /// is relevant, even if none was ranked (its value is then 0, as trec_eval gives); the
+    /// relevant ones the ranking misses count in NDCG's ideal ranking, in recall and in MAP.
+    pub fn compute(self, scores: &[f32], data: &LtrDataset, judged: Option<&[Vec<u8>]>) -> f64 {
+        let ideal = |q: usize, rel: &'_ [u8]| -> Vec<u8> {
+            judged.map_or_else(|| rel.to_vec(), |j| j[q].clone())
+        };
+        let top = match judged {
+            Some(j) => j.iter().flatten().copied().max().unwrap_or(0),
+            None => data.relevance.iter().copied().max().unwrap_or(0),
+        };
         let mut total = 0.0;
         let mut counted = 0usize;
-        for q in data.query_bounds.windows(2) {
+        for (i, q) in data.query_bounds.windows(2).enumerate() {
             let (rel, s) = (&data.relevance[q[0]..q[1]], &scores[q[0]..q[1]]);
             if self == RankMetric::PairwiseAccuracy {
                 let (ok, n) = pairwise(s, rel);
                 total += ok as f64;
                 counted += n;
-            } else if rel.iter().any(|&g| g > 0) {
-                total += self.query_value(s, rel, top);
+                continue;
+            }
+            let ideal = ideal(i, rel);
+            if ideal.iter().any(|&g| g > 0) {
+                total += self.query_value(s, rel, &ideal, top);
                 counted += 1;
             }
         }
@@ -82,15 +97,18 @@ impl RankMetric {
 }
 
 impl RankMetric {
-    /// The metric of one query that has a relevant document.
-    fn query_value(self, scores: &[f32], rel: &[u8], top: u8) -> f64 {
+    /// The metric of one query whose `ideal` grades (all its judged documents) hold a
+    /// relevant one; `rel` are the grades of the ranked documents.
+    fn query_value(self, scores: &[f32], rel: &[u8], ideal: &[u8], top: u8) -> f64 {
         let ranked: Vec<u8> = ranking(scores).into_iter().map(|d| rel[d]).collect();
-        let relevant = rel.iter().filter(|&&g| g > 0).count() as f64;
+        let relevant = ideal.iter().filter(|&&g| g > 0).count() as f64;
         let hits = |k: usize| ranked.iter().take(k).filter(|&&g| g > 0).count() as f64;
         match self {
             RankMetric::PairwiseAccuracy => f64::NAN,
-            RankMetric::Mrr => reciprocal_rank(&ranked),
-            RankMetric::Ndcg(k) => ndcg(&ranked, rel, k),
+            RankMetric::Mrr(k) => {
+                reciprocal_rank(&ranked[..k.unwrap_or(ranked.len()).min(ranked.len())])
+            }
+            RankMetric::Ndcg(k) => ndcg(&ranked, ideal, k),
             RankMetric::Map => average_precision(&ranked) / relevant,
             RankMetric::Precision(k) => hits(k) / k as f64,
             RankMetric::Recall(k) => hits(k) / relevant,
@@ -163,12 +181,13 @@ fn dcg(grades: impl Iterator<Item = u8>, k: usize) -> f64 {
         .sum()
 }
 
-/// NDCG of the grades `ranked` (a ranking of `rel`, which holds a relevant grade).
-fn ndcg(ranked: &[u8], rel: &[u8], k: Option<usize>) -> f64 {
-    let k = k.unwrap_or(rel.len());
-    let mut ideal = rel.to_vec();
+/// NDCG at `k` (or over everything) of the grades `ranked` against the best order of
+/// `judged` (which holds a relevant grade).
+fn ndcg(ranked: &[u8], judged: &[u8], k: Option<usize>) -> f64 {
+    let mut ideal = judged.to_vec();
     ideal.sort_unstable_by(|a, b| b.cmp(a));
-    dcg(ranked.iter().copied(), k) / dcg(ideal.into_iter(), k)
+    let all = usize::MAX;
+    dcg(ranked.iter().copied(), k.unwrap_or(all)) / dcg(ideal.into_iter(), k.unwrap_or(all))
 }
 
 #[cfg(test)]
@@ -191,14 +210,14 @@ mod tests {
         let bad = [1.0f32, 2.0, 3.0];
         for m in [
             RankMetric::PairwiseAccuracy,
-            RankMetric::Mrr,
+            RankMetric::Mrr(None),
             RankMetric::Ndcg(None),
             RankMetric::Ndcg(Some(2)),
         ] {
-            assert!((m.compute(&good, &d) - 1.0).abs() < 1e-12, "{m:?}");
+            assert!((m.compute(&good, &d, None) - 1.0).abs() < 1e-12, "{m:?}");
         }
-        assert_eq!(RankMetric::PairwiseAccuracy.compute(&bad, &d), 0.0);
-        assert!((RankMetric::Mrr.compute(&bad, &d) - 0.5).abs() < 1e-12);
+        assert_eq!(RankMetric::PairwiseAccuracy.compute(&bad, &d, None), 0.0);
+        assert!((RankMetric::Mrr(None).compute(&bad, &d, None) - 0.5).abs() < 1e-12);
     }
 
     #[test]
@@ -207,17 +226,20 @@ mod tests {
         let d = data(vec![0, 2, 1], vec![0, 3]);
         let scores = [3.0f32, 2.0, 1.0];
         let expected = (3.0 / 3f64.log2() + 0.5) / (3.0 + 1.0 / 3f64.log2());
-        assert!((RankMetric::Ndcg(None).compute(&scores, &d) - expected).abs() < 1e-12);
+        assert!((RankMetric::Ndcg(None).compute(&scores, &d, None) - expected).abs() < 1e-12);
         // At 1: DCG = 0.
-        assert_eq!(RankMetric::Ndcg(Some(1)).compute(&scores, &d), 0.0);
+        assert_eq!(RankMetric::Ndcg(Some(1)).compute(&scores, &d, None), 0.0);
     }
 
     #[test]
     fn undefined_queries_are_left_out() {
         let d = data(vec![0, 0, 1, 0], vec![0, 2, 4]);
-        assert_eq!(RankMetric::Mrr.compute(&[1.0, 2.0, 1.0, 0.0], &d), 1.0);
-        assert!(RankMetric::Mrr
-            .compute(&[1.0, 2.0], &data(vec![0, 0], vec![0, 2]))
+        assert_eq!(
+            RankMetric::Mrr(None).compute(&[1.0, 2.0, 1.0, 0.0], &d, None),
+            1.0
+        );
+        assert!(RankMetric::Mrr(None)
+            .compute(&[1.0, 2.0], &data(vec![0, 0], vec![0, 2]), None)
             .is_nan());
     }
 
@@ -251,7 +273,9 @@ mod tests {
             let metrics = set["metrics"].as_object().unwrap();
             assert!(metrics.len() >= 20, "{}", metrics.len());
             for (name, want) in metrics {
-                let got = RankMetric::parse(name, "m").unwrap().compute(&scores, &d);
+                let got = RankMetric::parse(name, "m")
+                    .unwrap()
+                    .compute(&scores, &d, None);
                 let want = want.as_f64().unwrap();
                 assert!((got - want).abs() < 1e-12, "{name}: {got} vs numpy {want}");
             }
@@ -266,17 +290,17 @@ mod tests {
         let scores = [3.0f32, 2.0, 1.0, 3.0, 2.0, 1.0];
         for name in ["mrr", "map", "ndcg", "ndcg@2", "recall@2"] {
             let m = RankMetric::parse(name, "m").unwrap();
-            assert_eq!(m.compute(&scores, &d), 1.0, "{name}");
+            assert_eq!(m.compute(&scores, &d, None), 1.0, "{name}");
         }
         // precision@3 of query 1 alone: 2 relevant of 3
-        let p = RankMetric::Precision(3).compute(&scores, &d);
+        let p = RankMetric::Precision(3).compute(&scores, &d, None);
         assert!((p - 2.0 / 3.0).abs() < 1e-12);
         // ERR@1 of query 1 alone: its top document (grade 2 of top 2) stops with (4 − 1) / 4
-        assert_eq!(RankMetric::Err(Some(1)).compute(&scores, &d), 0.75);
+        assert_eq!(RankMetric::Err(Some(1)).compute(&scores, &d, None), 0.75);
         let nothing = data(vec![0, 0], vec![0, 2]);
         for name in ["map", "precision@1", "recall@1", "err"] {
             let m = RankMetric::parse(name, "m").unwrap();
-            assert!(m.compute(&[1.0, 0.0], &nothing).is_nan(), "{name}");
+            assert!(m.compute(&[1.0, 0.0], &nothing, None).is_nan(), "{name}");
         }
     }
 
@@ -284,6 +308,8 @@ mod tests {
     fn metric_names_parse_or_name_the_place() {
         for (name, metric) in [
             ("map", RankMetric::Map),
+            ("mrr", RankMetric::Mrr(None)),
+            ("mrr@10", RankMetric::Mrr(Some(10))),
             ("err", RankMetric::Err(None)),
             ("err@5", RankMetric::Err(Some(5))),
             ("precision@3", RankMetric::Precision(3)),
@@ -291,15 +317,7 @@ mod tests {
         ] {
             assert_eq!(RankMetric::parse(name, "m").unwrap(), metric);
         }
-        for bad in [
-            "precision",
-            "recall@0",
-            "map@3",
-            "mrr@2",
-            "ndcg@05",
-            "err@x",
-            "auc",
-        ] {
+        for bad in ["precision", "recall@0", "map@3", "ndcg@05", "err@x", "auc"] {
             assert!(RankMetric::parse(bad, "m").is_err(), "{bad}");
         }
         assert_eq!(

@@ -1,20 +1,64 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use serde_json::json;
 
 use super::best::{BestTracker, Direction, ValidationSchedule};
 use super::{Listener, ListenerCall, ListenerView, RankMetric};
-use crate::data::{LtrDataset, ScoreInput};
+use crate::data::{LtrDataset, Reranking, ScoreInput, TextEncoding, Truncation};
 use crate::learner::{Observer, TrainerContext};
 use crate::models::Model;
 use crate::Result;
+
+/// What the validation scores.
+pub(crate) enum RankingInput {
+    /// Every document's features, scored in one forward.
+    Features(ScoreInput),
+    /// A run's candidates, read, encoded and scored batch by batch.
+    Texts {
+        set: Arc<Reranking>,
+        encoding: TextEncoding,
+    },
+}
+
+impl RankingInput {
+    /// The score of every document, and how many inputs were cut by truncation.
+    fn scores(&self, model: &dyn Model) -> Result<(Vec<f32>, Truncation)> {
+        let _no_grad = tch::no_grad_guard();
+        match self {
+            RankingInput::Features(input) => Ok((
+                Vec::<f32>::try_from(model.forward(input)?)?,
+                Truncation::default(),
+            )),
+            RankingInput::Texts { set, encoding } => {
+                let mut scores = Vec::with_capacity(set.pairs.len());
+                let mut cut = Truncation::default();
+                let rows: Vec<usize> = (0..set.pairs.len()).collect();
+                for chunk in rows.chunks(set.batch_size) {
+                    let (input, truncated) = set.encode(chunk, encoding)?;
+                    scores.extend(Vec::<f32>::try_from(model.forward(&input)?)?);
+                    cut = cut.plus(truncated);
+                }
+                Ok((scores, cut))
+            }
+        }
+    }
+
+    /// The grades of all judged documents per query, when beyond those scored.
+    fn judged(&self) -> Option<&[Vec<u8>]> {
+        match self {
+            RankingInput::Features(_) => None,
+            RankingInput::Texts { set, .. } => Some(&set.judged),
+        }
+    }
+}
 
 /// Ranking metrics on held-out queries; keeps the best model of each kept metric.
 pub(crate) struct RankingValidation {
     pub id: String,
     pub data: LtrDataset,
-    pub input: ScoreInput,
+    pub input: RankingInput,
     pub metrics: Vec<(String, RankMetric)>,
     pub trackers: BTreeMap<String, BestTracker>,
     pub kept: Vec<String>,
@@ -49,12 +93,15 @@ impl Listener for RankingValidation {
         }
         let mut logged = BTreeMap::new();
         if self.schedule.due(epoch) {
-            let scores = {
-                let _no_grad = tch::no_grad_guard();
-                Vec::<f32>::try_from(model.forward(&self.input)?)?
-            };
+            let (scores, truncated) = self.input.scores(model)?;
+            if let RankingInput::Texts { .. } = self.input {
+                logged.insert(
+                    format!("{}/truncated_fraction", self.id),
+                    truncated.cut as f64 / truncated.inputs.max(1) as f64,
+                );
+            }
             for (name, metric) in &self.metrics {
-                let value = metric.compute(&scores, &self.data);
+                let value = metric.compute(&scores, &self.data, self.input.judged());
                 logged.insert(format!("{}/{name}", self.id), value);
                 if self.schedule.tracks(epoch) {
                     if let Some(tracker) = self.trackers.get_mut(name) {

@@ -456,6 +456,10 @@ impl Trainer for LossTrainer {
             "data/wait_seconds",
             self.batches.take_waited().as_secs_f64(),
         )?;
+        if let Some(cut) = self.batches.take_truncation() {
+            let count = Tensor::f_from_slice(&[cut.cut as f64])?;
+            ctx.add_metric("data/truncated_fraction", &count, cut.inputs as i64)?;
+        }
         let replayable = self.batcher.micro_batch_size().is_some();
         let mark = replayable.then(|| ctx.metrics_mark());
         let ctx = RefCell::new(ctx);
