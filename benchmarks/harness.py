@@ -68,8 +68,20 @@ def runners(tools):
 
 
 def run_once(argv, threads):
-    """One run in its own process: its JSON line plus wall time and peak RSS."""
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
+    """One training run in its own process: its JSON line plus wall time, CPU time, peak RSS,
+    steps per second and the final loss."""
+    result = measure(argv, threads)
+    if "error" in result:
+        return result
+    result["steps_per_second"] = result["steps"] / result["train_seconds"]
+    result["final_loss"] = result["epoch_losses"][-1]
+    return result
+
+
+def measure(argv, threads):
+    """One run in its own process: its last JSON line plus wall time, CPU time and peak RSS."""
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads),
+               RAYON_NUM_THREADS=str(threads))
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started = time.perf_counter()
         proc = subprocess.Popen(argv, stdout=out, stderr=err, env=env, cwd=ROOT)
@@ -92,8 +104,6 @@ def run_once(argv, threads):
     result["peak_rss_mib"] = usage.ru_maxrss / 1024  # KiB on Linux
     # Less sensitive than wall time to other load on the machine, and shows extra threads.
     result["cpu_seconds"] = usage.ru_utime + usage.ru_stime
-    result["steps_per_second"] = result["steps"] / result["train_seconds"]
-    result["final_loss"] = result["epoch_losses"][-1]
     return result
 
 

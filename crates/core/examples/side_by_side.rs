@@ -6,6 +6,7 @@
 //! side_by_side data  <dir> <features> <train queries> <held-out queries> <docs per query>
 //! side_by_side train <train.letor> <heldout.letor> <features> <hidden,dims> <batch> <steps> <epochs> <lr> <seed> <optimizer>
 //! side_by_side learner <train.letor> <heldout.letor> <features> <hidden,dims> <batch> <steps> <epochs> <lr> <seed>
+//! side_by_side tokenize <model dir> <triplets.tsv> <pairs per batch> <rounds> <max length>
 //! ```
 //!
 //! `learner` runs the framework's own loop (`learn()`) on the job's configuration, as the
@@ -18,6 +19,11 @@
 //!
 //! `train` prints one JSON line: training seconds (the loop only), the mean loss of each epoch,
 //! the pairwise accuracy on the held-out file.
+//!
+//! `tokenize` encodes the (query, positive) and (query, negative) pairs of a text triplet file
+//! `rounds` times, in batches, as the `TextTripletSampler` does for a cross-encoder (the
+//! `tokenizers` crate, truncation longest first, padding to the batch's longest, the tensors),
+//! and prints the pair count, the real token count and the seconds (`benchmarks/minilm.py`).
 // A benchmark driver may stop at the first failure, with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -42,8 +48,9 @@ fn main() {
         Some("data") if args.len() == 6 => write_data(&args[1..]),
         Some("train") if args.len() == 11 => train(&args[1..]),
         Some("learner") if args.len() == 10 => learner(&args[1..]),
+        Some("tokenize") if args.len() == 6 => tokenize(&args[1..]),
         _ => {
-            eprintln!("usage: side_by_side data <dir> <features> <train queries> <held-out queries> <docs per query>\n       side_by_side train <train> <heldout> <features> <hidden,dims> <batch> <steps> <epochs> <lr> <seed> nn-adam|fused-adam\n       side_by_side learner <train> <heldout> <features> <hidden,dims> <batch> <steps> <epochs> <lr> <seed>");
+            eprintln!("usage: side_by_side data <dir> <features> <train queries> <held-out queries> <docs per query>\n       side_by_side train <train> <heldout> <features> <hidden,dims> <batch> <steps> <epochs> <lr> <seed> nn-adam|fused-adam\n       side_by_side learner <train> <heldout> <features> <hidden,dims> <batch> <steps> <epochs> <lr> <seed>\n       side_by_side tokenize <model dir> <triplets.tsv> <pairs per batch> <rounds> <max length>");
             std::process::exit(2);
         }
     }
@@ -320,4 +327,40 @@ fn learner(args: &[String]) {
         losses.join(","),
         last.metrics["heldout/pairwise_accuracy"]
     );
+}
+
+fn tokenize(args: &[String]) {
+    use std::sync::Arc;
+    use xpm_torch_core::data::{ScoreInput, TextEncoding};
+    use xpm_torch_core::text::TextTokenizer;
+
+    let tokenizer = TextTokenizer::from_dir(Path::new(&args[0]), number(&args[4], "max length"))
+        .expect("reading the tokenizer");
+    let encoding = TextEncoding::Pairs(Arc::new(tokenizer));
+    let text = std::fs::read_to_string(&args[1]).expect("reading the triplets");
+    let (mut queries, mut documents) = (Vec::new(), Vec::new());
+    for line in text.lines().filter(|l| !l.is_empty()) {
+        let fields: Vec<&str> = line.split('\t').collect();
+        assert_eq!(fields.len(), 3, "a triplet line has three fields: {line:?}");
+        for document in &fields[1..] {
+            queries.push(fields[0]);
+            documents.push(*document);
+        }
+    }
+    let batch: usize = number(&args[2], "pairs per batch");
+    let rounds: usize = number(&args[3], "rounds");
+    let (mut pairs, mut tokens) = (0usize, 0i64);
+    let started = Instant::now();
+    for _ in 0..rounds {
+        for (q, d) in queries.chunks(batch).zip(documents.chunks(batch)) {
+            let (input, _) = encoding.encode(q, d).expect("encoding");
+            let ScoreInput::Encoded(e) = input else {
+                unreachable!("a cross-encoder's encoding gives encoded texts")
+            };
+            pairs += q.len();
+            tokens += e.lengths().unwrap().sum(Kind::Int64).int64_value(&[]);
+        }
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    println!("{{\"pairs\": {pairs}, \"tokens\": {tokens}, \"seconds\": {seconds}}}");
 }

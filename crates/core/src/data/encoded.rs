@@ -2,6 +2,7 @@ use std::sync::Arc;
 
 use tch::{Kind, Tensor};
 
+use super::inputs::pad_columns;
 use super::ScoreInput;
 use crate::text::{EncodedBatch, TextInput, TextTokenizer};
 use crate::Result;
@@ -15,6 +16,9 @@ pub struct EncodedRows {
     pub type_ids: Tensor,
     /// 1 on real tokens, 0 on padding.
     pub mask: Tensor,
+    /// The id padding positions hold (RoBERTa counts positions from the tokens that are not
+    /// padding).
+    pub pad_id: i64,
 }
 
 impl EncodedRows {
@@ -29,6 +33,28 @@ impl EncodedRows {
             ids: tensor(&batch.ids)?,
             type_ids: tensor(&batch.type_ids)?,
             mask: tensor(&batch.mask)?,
+            pad_id: batch.pad_id,
+        })
+    }
+
+    /// These rows followed by `other`'s, padded to the longer of the two (ids with the
+    /// padding token).
+    ///
+    /// # Errors
+    /// A libtorch error.
+    pub fn concat(&self, other: &EncodedRows) -> Result<Self> {
+        let width = self.ids.size()[1].max(other.ids.size()[1]);
+        let join = |a: &Tensor, b: &Tensor, value: i64| -> Result<Tensor> {
+            Ok(Tensor::f_cat(
+                &[pad_columns(a, width, value)?, pad_columns(b, width, value)?],
+                0,
+            )?)
+        };
+        Ok(EncodedRows {
+            ids: join(&self.ids, &other.ids, self.pad_id)?,
+            type_ids: join(&self.type_ids, &other.type_ids, 0)?,
+            mask: join(&self.mask, &other.mask, 0)?,
+            pad_id: self.pad_id,
         })
     }
 
@@ -63,6 +89,7 @@ impl EncodedRows {
             ids: cut(&self.ids)?,
             type_ids: cut(&self.type_ids)?,
             mask: mask.f_narrow(1, 0, longest)?,
+            pad_id: self.pad_id,
         })
     }
 
@@ -75,6 +102,7 @@ impl EncodedRows {
             ids: f(&self.ids)?,
             type_ids: f(&self.type_ids)?,
             mask: f(&self.mask)?,
+            pad_id: self.pad_id,
         })
     }
 
@@ -92,6 +120,7 @@ impl EncodedRows {
             type_ids: ids.f_zeros_like()?,
             mask: ids.f_ones_like()?,
             ids,
+            pad_id: self.pad_id,
         })
     }
 }
@@ -164,6 +193,36 @@ impl EncodedTexts {
             EncodedTexts::Separate { query, document } => {
                 Ok(query.lengths()?.f_maximum(&document.lengths()?)?)
             }
+        }
+    }
+
+    /// These rows followed by `other`'s (see [`EncodedRows::concat`]), or `None` when one
+    /// holds pairs and the other texts encoded apart.
+    ///
+    /// # Errors
+    /// A libtorch error.
+    pub fn concat(&self, other: &EncodedTexts) -> Result<Option<Self>> {
+        Ok(Some(match (self, other) {
+            (EncodedTexts::Pairs(a), EncodedTexts::Pairs(b)) => EncodedTexts::Pairs(a.concat(b)?),
+            (
+                EncodedTexts::Separate { query, document },
+                EncodedTexts::Separate {
+                    query: other_query,
+                    document: other_document,
+                },
+            ) => EncodedTexts::Separate {
+                query: query.concat(other_query)?,
+                document: document.concat(other_document)?,
+            },
+            _ => return Ok(None),
+        }))
+    }
+
+    /// How the texts were encoded, for messages.
+    pub fn layout(&self) -> &'static str {
+        match self {
+            EncodedTexts::Pairs(_) => "(query, document) pairs encoded together",
+            EncodedTexts::Separate { .. } => "queries and documents encoded apart",
         }
     }
 
@@ -263,5 +322,68 @@ impl TextEncoding {
                 )
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Rows of the given ids, each padded with `pad` (id 1, as RoBERTa's) to the longest.
+    fn rows(texts: &[&[i64]], pad: i64) -> EncodedRows {
+        let width = texts.iter().map(|t| t.len()).max().unwrap();
+        let mut ids = vec![pad; texts.len() * width];
+        let mut mask = vec![0i64; texts.len() * width];
+        for (r, t) in texts.iter().enumerate() {
+            ids[r * width..r * width + t.len()].copy_from_slice(t);
+            mask[r * width..r * width + t.len()].fill(1);
+        }
+        let shape = [texts.len() as i64, width as i64];
+        let ids = Tensor::from_slice(&ids).view(shape);
+        EncodedRows {
+            type_ids: ids.zeros_like(),
+            mask: Tensor::from_slice(&mask).view(shape),
+            ids,
+            pad_id: pad,
+        }
+    }
+
+    fn values(t: &Tensor) -> Vec<i64> {
+        Vec::<i64>::try_from(t.flatten(0, -1)).unwrap()
+    }
+
+    #[test]
+    fn concatenated_rows_are_padded_with_the_padding_token() {
+        let short = rows(&[&[0, 5, 2], &[0, 2]], 1);
+        let long = rows(&[&[0, 7, 8, 9, 2]], 1);
+        let both = short.concat(&long).unwrap();
+        assert_eq!(
+            values(&both.ids),
+            vec![0, 5, 2, 1, 1, 0, 2, 1, 1, 1, 0, 7, 8, 9, 2]
+        );
+        assert_eq!(
+            values(&both.mask),
+            vec![1, 1, 1, 0, 0, 1, 1, 0, 0, 0, 1, 1, 1, 1, 1]
+        );
+        assert_eq!(values(&both.lengths().unwrap()), vec![3, 2, 5]);
+        assert_eq!(both.type_ids.size(), vec![3, 5]);
+
+        let pairs = EncodedTexts::Pairs(short.concat(&short).unwrap());
+        assert_eq!(pairs.len(), 4);
+        let apart = EncodedTexts::Separate {
+            query: rows(&[&[0, 2]], 1),
+            document: rows(&[&[0, 5, 2]], 1),
+        };
+        let apart_too = EncodedTexts::Separate {
+            query: rows(&[&[0, 4, 4, 2]], 1),
+            document: rows(&[&[0, 2]], 1),
+        };
+        let EncodedTexts::Separate { query, document } = apart.concat(&apart_too).unwrap().unwrap()
+        else {
+            panic!("layout changed")
+        };
+        assert_eq!(values(&query.ids), vec![0, 2, 1, 1, 0, 4, 4, 2]);
+        assert_eq!(values(&document.ids), vec![0, 5, 2, 0, 2, 1]);
+        assert!(pairs.concat(&apart).unwrap().is_none());
     }
 }

@@ -53,6 +53,33 @@ impl Tokens {
     pub fn max_length(&self) -> i64 {
         self.ids.size().get(1).copied().unwrap_or(0)
     }
+
+    /// These rows followed by `other`'s, padded with 0 to the wider of the two.
+    ///
+    /// # Errors
+    /// A libtorch error.
+    pub fn concat(&self, other: &Tokens) -> Result<Self> {
+        let width = self.max_length().max(other.max_length());
+        Ok(Tokens {
+            ids: Tensor::f_cat(
+                &[
+                    pad_columns(&self.ids, width, 0)?,
+                    pad_columns(&other.ids, width, 0)?,
+                ],
+                0,
+            )?,
+            lengths: Tensor::f_cat(&[&self.lengths, &other.lengths], 0)?,
+        })
+    }
+}
+
+/// `rows` (`B × L`) widened to `width` columns filled with `value` on the right.
+pub(crate) fn pad_columns(rows: &Tensor, width: i64, value: i64) -> Result<Tensor> {
+    let extra = width - rows.size().get(1).copied().unwrap_or(0);
+    if extra <= 0 {
+        return Ok(rows.shallow_clone());
+    }
+    Ok(rows.f_pad([0, extra], "constant", Some(value as f64))?)
 }
 
 /// What a model scores: one row per (query, document) pair.
@@ -108,6 +135,64 @@ impl ScoreInput {
                 document: document.select(index)?,
             },
             ScoreInput::Encoded(e) => ScoreInput::Encoded(e.select(index)?),
+        })
+    }
+
+    /// These rows followed by `other`'s, token sequences padded to the longer of the two: the
+    /// positive and negative halves of a pairwise batch as one input, for one forward.
+    ///
+    /// # Errors
+    /// [`Error::Config`] at the sampler when the halves differ in kind or feature count; a
+    /// libtorch error.
+    pub fn concat(&self, other: &ScoreInput) -> Result<Self> {
+        let mismatch = |what: String| {
+            Error::config(
+                "learner.trainer.sampler",
+                format!(
+                    "the positive rows of a pair are {what}; a sampler gives both documents of \
+                     a pair the same kind of input"
+                ),
+            )
+        };
+        Ok(match (self, other) {
+            (ScoreInput::Features(a), ScoreInput::Features(b)) => {
+                let (wa, wb) = (a.size().get(1).copied(), b.size().get(1).copied());
+                if wa != wb {
+                    return Err(mismatch(format!(
+                        "{} features wide but the negative ones {}",
+                        wa.unwrap_or(0),
+                        wb.unwrap_or(0)
+                    )));
+                }
+                ScoreInput::Features(Tensor::f_cat(&[a, b], 0)?)
+            }
+            (
+                ScoreInput::Text { query, document },
+                ScoreInput::Text {
+                    query: other_query,
+                    document: other_document,
+                },
+            ) => ScoreInput::Text {
+                query: query.concat(other_query)?,
+                document: document.concat(other_document)?,
+            },
+            (ScoreInput::Encoded(a), ScoreInput::Encoded(b)) => match a.concat(b)? {
+                Some(both) => ScoreInput::Encoded(both),
+                None => {
+                    return Err(mismatch(format!(
+                        "{} but the negative ones {}",
+                        a.layout(),
+                        b.layout()
+                    )))
+                }
+            },
+            (a, b) => {
+                return Err(mismatch(format!(
+                    "{} but the negative ones {}",
+                    a.describe(),
+                    b.describe()
+                )))
+            }
         })
     }
 
@@ -290,6 +375,52 @@ mod tests {
         assert_eq!(
             Vec::<i64>::try_from(some.ids.flatten(0, -1)).unwrap(),
             vec![8, 0, 9, 10]
+        );
+    }
+
+    #[test]
+    fn concatenated_halves_are_padded_to_the_longer() {
+        let t = table();
+        let a = ScoreInput::Text {
+            query: t.batch([1usize, 1].into_iter()).unwrap(),
+            document: t.batch([0usize, 1].into_iter()).unwrap(),
+        };
+        let b = ScoreInput::Text {
+            query: t.batch([2usize, 2].into_iter()).unwrap(),
+            document: t.batch([1usize, 2].into_iter()).unwrap(),
+        };
+        let ScoreInput::Text { query, document } = a.concat(&b).unwrap() else {
+            panic!("kind changed")
+        };
+        assert_eq!(
+            Vec::<i64>::try_from(query.ids.flatten(0, -1)).unwrap(),
+            vec![8, 0, 8, 0, 9, 10, 9, 10]
+        );
+        assert_eq!(
+            Vec::<i64>::try_from(&query.lengths).unwrap(),
+            vec![1, 1, 2, 2]
+        );
+        assert_eq!(document.ids.size(), vec![4, 3]);
+        assert_eq!(
+            Vec::<i64>::try_from(document.ids.flatten(0, -1)).unwrap(),
+            vec![5, 6, 7, 8, 0, 0, 8, 0, 0, 9, 10, 0]
+        );
+        assert_eq!(
+            Vec::<i64>::try_from(&document.lengths).unwrap(),
+            vec![3, 1, 1, 2]
+        );
+        let f =
+            |cols: i64| ScoreInput::Features(Tensor::ones([2, cols], (Kind::Float, Device::Cpu)));
+        assert_eq!(f(3).concat(&f(3)).unwrap().len(), 4);
+        let err = f(3).concat(&f(4)).unwrap_err().to_string();
+        assert!(
+            err.starts_with("learner.trainer.sampler: the positive rows of a pair are 3 features wide but the negative ones 4"),
+            "{err}"
+        );
+        let err = f(3).concat(&a).unwrap_err().to_string();
+        assert!(
+            err.contains("are feature vectors but the negative ones token sequences"),
+            "{err}"
         );
     }
 

@@ -14,6 +14,7 @@ use super::distributed::Distributed;
 use super::listeners::{ListenerStatus, ListenerView};
 use super::reproducibility::reproducibility_warnings;
 use super::{EpochReport, LearnOutput, Observer, StepProgress, TrainerContext};
+use crate::batching::memory::HeapTrimmer;
 use crate::config::{JsHookKind, LearnerConfig};
 use crate::data::Shard;
 use crate::models::draws_from_global_generator;
@@ -148,6 +149,7 @@ pub fn learn(
         Some(v) => Some(Tensor::f_from_slice(&[v as f32])?.f_squeeze()?),
         None => None,
     };
+    let mut heap = HeapTrimmer::new(std::time::Duration::from_secs(1));
     for epoch in progress.epoch + 1..=config.max_epochs {
         ctx.epoch = epoch;
         let started = Instant::now();
@@ -182,6 +184,7 @@ pub fn learn(
                 observer.js_hook(&hook.key, "before", before)?;
             }
             let loss = train_step(&mut run, &mut ctx, &dist)?;
+            heap.after_step();
             report_warnings(&mut ctx, observer, &mut warnings);
             loss_sum = Some(match loss_sum {
                 Some(sum) => sum.f_add(&loss)?,

@@ -29,6 +29,8 @@ pub struct EncodedBatch {
     pub mask: Vec<i64>,
     /// Records cut by truncation.
     pub truncated: usize,
+    /// The id padding positions hold.
+    pub pad_id: i64,
 }
 
 /// A Hugging Face tokenizer read from `tokenizer.json`, set to add special tokens, truncate
@@ -189,6 +191,7 @@ impl TextTokenizer {
             type_ids: vec![0; rows * length],
             mask: vec![0; rows * length],
             truncated: 0,
+            pad_id: i64::from(self.pad_id),
         };
         for (row, (e, truncated)) in encodings.iter().enumerate() {
             let at = row * length;

@@ -385,6 +385,45 @@ fn a_bi_encoder_learns_text_triplets() {
     assert!(names.contains(&"embeddings.word_embeddings.weight".to_string()));
 }
 
+/// A pairwise batch's positives and negatives, padded to one width and scored in one forward,
+/// score as they do apart (padding, RoBERTa's positions after the padding token included).
+#[test]
+fn positives_and_negatives_score_together_as_apart() {
+    let queries = ["what about paris", "rivers"];
+    let positives = [
+        "paris is the capital",
+        "a river is long and wide and runs to the sea",
+    ];
+    let negatives = ["tokyo", "mountains"];
+    for name in ARCHITECTURES {
+        for model_json in [
+            format!(
+                r#"{{"__xpmtype__":"xpm_torch.models.CrossEncoder","encoder":{},"max_length":24}}"#,
+                encoder_json(name)
+            ),
+            format!(
+                r#"{{"__xpmtype__":"xpm_torch.models.BiEncoder","encoder":{},"pooling":"mean","normalize":false,"similarity":"dot","max_length":24}}"#,
+                encoder_json(name)
+            ),
+        ] {
+            let config: crate::config::ModelConfig = serde_json::from_str(&model_json).unwrap();
+            let mut model = crate::models::build(&config, &mut Rng::new(1), "model").unwrap();
+            model.set_training(false);
+            let encoding = text_encoding(&config, "model").unwrap().unwrap();
+            let (pos, _) = encoding.encode(&queries, &positives).unwrap();
+            let (neg, _) = encoding.encode(&queries, &negatives).unwrap();
+            let _guard = tch::no_grad_guard();
+            let apart = Tensor::cat(
+                &[model.forward(&pos).unwrap(), model.forward(&neg).unwrap()],
+                0,
+            );
+            let together = model.forward(&pos.concat(&neg).unwrap()).unwrap();
+            let d = max_diff(&together, &apart);
+            assert!(d < 1e-5, "{name} {model_json}: {d}");
+        }
+    }
+}
+
 #[test]
 fn text_models_refuse_other_inputs_and_missing_directories() {
     let model = CrossEncoder::new(
