@@ -841,7 +841,7 @@ mod tests {
                 triplets.negative.push(text(i + 2, 1 + (i * 5) % 11));
             }
             let sampler = crate::data::TextTripletSampler::new(
-                triplets,
+                std::sync::Arc::new(triplets),
                 encoding,
                 Rng::new(3),
                 Shard::WHOLE,
