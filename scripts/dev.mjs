@@ -120,7 +120,7 @@ async function cudaLibrary(torchRoot) {
     console.log(`skipped: ${error.message}`);
     return;
   }
-  const inputs = [source, join(torchRoot, "version.py"), join(headers, "complete.json"), fileURLToPath(import.meta.url)];
+  const inputs = [source, join(root, "crates", "core", "cpp", "ffi.h"), join(torchRoot, "version.py"), join(headers, "complete.json"), fileURLToPath(import.meta.url)];
   if (Math.max(...inputs.map(mtime)) < mtime(output)) {
     console.log(`${CUDA_LIBRARY} is up to date`);
     return;

@@ -9,6 +9,7 @@ const EXPECTED_TORCH: &str = "2.11.";
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=cpp/ffi.h");
     println!("cargo:rerun-if-changed=cpp/shim.cpp");
     println!("cargo:rerun-if-changed=cpp/autocast.cpp");
     println!("cargo:rerun-if-changed=cpp/generators.cpp");

@@ -24,6 +24,8 @@
 #include <exception>
 #include <string>
 
+#include "../core/cpp/ffi.h"
+
 // The library allocates these objects itself, so its view of their size must be libtorch_cuda's:
 // the values were read from the allocations inside libtorch_cuda 2.11 (`ProcessGroupNCCL::split`
 // and `merge`). A mismatch means other headers than the library's.
@@ -32,20 +34,8 @@ static_assert(sizeof(c10d::ProcessGroupNCCL::Options) == 0xf8, "NCCL Options lay
 
 namespace {
 
-char* message(const std::string& what) {
-  char* copy = static_cast<char*>(std::malloc(what.size() + 1));
-  if (copy != nullptr) std::memcpy(copy, what.c_str(), what.size() + 1);
-  return copy;
-}
-
-// libtorch appends a C++ backtrace to its messages; callers want the first part only.
-std::string without_backtrace(const char* what) {
-  std::string text(what);
-  auto cut = text.find("Exception raised from");
-  if (cut != std::string::npos) text.erase(cut);
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-  return text;
-}
+using xpm_ffi::message;
+using xpm_ffi::without_backtrace;
 
 template <typename F>
 char* guarded(F&& body) {

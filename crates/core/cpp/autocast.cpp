@@ -14,14 +14,9 @@
 #include <string>
 #include <vector>
 
-namespace {
+#include "ffi.h"
 
-char* autocast_message(const char* what) {
-  size_t len = std::strlen(what);
-  char* copy = static_cast<char*>(std::malloc(len + 1));
-  if (copy != nullptr) std::memcpy(copy, what, len + 1);
-  return copy;
-}
+namespace {
 
 // `device` is 0 for the CPU, 1 for CUDA (the only two this core runs on).
 at::DeviceType device_type(int device) { return device == 1 ? at::kCUDA : at::kCPU; }
@@ -33,9 +28,9 @@ at::DeviceType device_type(int device) { return device == 1 ? at::kCUDA : at::kC
     body;                                               \
     return nullptr;                                     \
   } catch (const std::exception& e) {                   \
-    return autocast_message(e.what());                  \
+    return xpm_ffi::message(e.what());                  \
   } catch (...) {                                       \
-    return autocast_message("unknown C++ exception");   \
+    return xpm_ffi::message("unknown C++ exception");   \
   }
 
 // Enters an autocast region: saves the previous state in `previous_enabled` and

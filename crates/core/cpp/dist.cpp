@@ -28,6 +28,8 @@
 #include <string>
 #include <vector>
 
+#include "ffi.h"
+
 // The shim allocates these objects itself, so its view of their size must be libtorch's: the
 // values were read from the allocations inside libtorch_cpu 2.11 (`ProcessGroupGloo::split`,
 // `Options::create_default`). A mismatch means other headers than the library's.
@@ -36,20 +38,8 @@ static_assert(sizeof(c10d::ProcessGroupGloo::Options) == 0xb0, "Gloo Options lay
 
 namespace {
 
-char* message(const std::string& what) {
-  char* copy = static_cast<char*>(std::malloc(what.size() + 1));
-  if (copy != nullptr) std::memcpy(copy, what.c_str(), what.size() + 1);
-  return copy;
-}
-
-// libtorch appends a C++ backtrace to its messages; the Rust side wants the first part only.
-std::string without_backtrace(const char* what) {
-  std::string text(what);
-  auto cut = text.find("Exception raised from");
-  if (cut != std::string::npos) text.erase(cut);
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-  return text;
-}
+using xpm_ffi::message;
+using xpm_ffi::without_backtrace;
 
 // Prefix of the messages of calls refused before any communication.
 constexpr const char* kInvalidArgument = "invalid argument: ";
@@ -70,12 +60,7 @@ char* guarded(F&& body) {
   }
 }
 
-std::vector<at::Tensor> tensors(void* const* handles, int n) {
-  std::vector<at::Tensor> out;
-  out.reserve(n);
-  for (int i = 0; i < n; ++i) out.push_back(*static_cast<const at::Tensor*>(handles[i]));
-  return out;
-}
+using xpm_ffi::tensors;
 
 c10d::ReduceOp reduce_op(int op) {
   switch (op) {

@@ -21,14 +21,9 @@
 #include <mutex>
 #include <stdexcept>
 
-namespace {
+#include "ffi.h"
 
-char* generator_message(const char* what) {
-  size_t len = std::strlen(what);
-  char* copy = static_cast<char*>(std::malloc(len + 1));
-  if (copy != nullptr) std::memcpy(copy, what, len + 1);
-  return copy;
-}
+namespace {
 
 at::Generator& generator(void* handle) { return *static_cast<at::Generator*>(handle); }
 
@@ -48,9 +43,9 @@ at::Generator default_generator(int device, int index) {
     body;                                               \
     return nullptr;                                     \
   } catch (const std::exception& e) {                   \
-    return generator_message(e.what());                 \
+    return xpm_ffi::message(e.what());                 \
   } catch (...) {                                       \
-    return generator_message("unknown C++ exception");  \
+    return xpm_ffi::message("unknown C++ exception");  \
   }
 
 // A new generator of its own for `device`, seeded with `seed`. A CUDA one is a clone of the

@@ -11,21 +11,12 @@
 #include <exception>
 #include <vector>
 
+#include "ffi.h"
+
 namespace {
 
-std::vector<at::Tensor> tensors(void* const* handles, int n) {
-  std::vector<at::Tensor> out;
-  out.reserve(n);
-  for (int i = 0; i < n; ++i) out.push_back(*static_cast<const at::Tensor*>(handles[i]));
-  return out;
-}
-
-char* message(const char* what) {
-  size_t len = std::strlen(what);
-  char* copy = static_cast<char*>(std::malloc(len + 1));
-  if (copy != nullptr) std::memcpy(copy, what, len + 1);
-  return copy;
-}
+using xpm_ffi::message;
+using xpm_ffi::tensors;
 
 }  // namespace
 

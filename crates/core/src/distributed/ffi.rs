@@ -1,9 +1,7 @@
 //! The C ABI of `cpp/dist.cpp`. Every function returning `*mut c_char` returns null on success
 //! or a message (libtorch's, without its backtrace) that [`take_message`] frees.
 
-use std::ffi::{c_char, c_int, c_void, CStr};
-
-use tch::Tensor;
+use std::ffi::{c_char, c_int, c_void};
 
 /// Opaque: the store, the backend (Gloo or NCCL) and the peers' identities, owned by the C++
 /// side.
@@ -53,20 +51,9 @@ extern "C" {
     fn xpm_dist_free_message(message: *mut c_char);
 }
 
-/// tch's handles (`at::Tensor*`) of `tensors`, valid while they live.
-pub(crate) fn handles(tensors: &[Tensor]) -> Vec<*mut c_void> {
-    tensors.iter().map(|t| t.as_ptr() as *mut c_void).collect()
-}
+pub(crate) use crate::shim::handles;
 
 /// The shim's message, if any, as an owned string (the C++ copy is freed).
 pub(crate) fn take_message(message: *mut c_char) -> Option<String> {
-    if message.is_null() {
-        return None;
-    }
-    // SAFETY: a non-null result is a NUL-terminated string malloc'ed by the shim, ours to free.
-    let text = unsafe { CStr::from_ptr(message) }
-        .to_string_lossy()
-        .into_owned();
-    unsafe { xpm_dist_free_message(message) };
-    Some(text)
+    crate::shim::take_message(message, xpm_dist_free_message)
 }

@@ -294,16 +294,7 @@ impl CudaLibrary {
 
     /// The message of a failed call, freed on the C++ side.
     fn take(&self, status: Status) -> Option<String> {
-        if status.is_null() {
-            return None;
-        }
-        // SAFETY: a non-null status is a NUL-terminated string malloc'ed by the library.
-        let text = unsafe { CStr::from_ptr(status) }
-            .to_string_lossy()
-            .into_owned();
-        // SAFETY: freed once, by the library that allocated it.
-        unsafe { (self.free_message)(status) };
-        Some(text)
+        crate::shim::take_message(status, self.free_message)
     }
 
     fn checked(&self, status: Status) -> crate::Result<()> {
