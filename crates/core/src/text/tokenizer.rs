@@ -165,7 +165,7 @@ impl TextTokenizer {
             .collect();
         let mut raw = self
             .inner
-            .encode_batch(texts, false)
+            .encode_batch_fast(texts, false)
             .map_err(|e| self.error(e))?
             .into_iter();
         let mut encodings = Vec::with_capacity(inputs.len());
