@@ -23,21 +23,11 @@ at::DeviceType device_type(int device) { return device == 1 ? at::kCUDA : at::kC
 
 }  // namespace
 
-#define XPM_PROTECT(body)                               \
-  try {                                                 \
-    body;                                               \
-    return nullptr;                                     \
-  } catch (const std::exception& e) {                   \
-    return xpm_ffi::message(e.what());                  \
-  } catch (...) {                                       \
-    return xpm_ffi::message("unknown C++ exception");   \
-  }
-
 // Enters an autocast region: saves the previous state in `previous_enabled` and
 // `previous_dtype` (a c10::ScalarType value) for `xpm_autocast_exit`.
 extern "C" char* xpm_autocast_enter(int device, int dtype, int* previous_enabled,
                                     int* previous_dtype) {
-  XPM_PROTECT({
+  XPM_FFI_GUARD({
     auto type = device_type(device);
     *previous_enabled = at::autocast::is_autocast_enabled(type) ? 1 : 0;
     *previous_dtype = static_cast<int>(at::autocast::get_autocast_dtype(type));
@@ -50,7 +40,7 @@ extern "C" char* xpm_autocast_enter(int device, int dtype, int* previous_enabled
 // Leaves an autocast region, restoring the saved state; the cast cache is cleared when the
 // outermost region ends (as torch.autocast does).
 extern "C" char* xpm_autocast_exit(int device, int previous_enabled, int previous_dtype) {
-  XPM_PROTECT({
+  XPM_FFI_GUARD({
     auto type = device_type(device);
     at::autocast::set_autocast_enabled(type, previous_enabled != 0);
     at::autocast::set_autocast_dtype(type, static_cast<at::ScalarType>(previous_dtype));
@@ -59,7 +49,7 @@ extern "C" char* xpm_autocast_exit(int device, int previous_enabled, int previou
 }
 
 extern "C" char* xpm_autocast_state(int device, int* enabled, int* dtype) {
-  XPM_PROTECT({
+  XPM_FFI_GUARD({
     auto type = device_type(device);
     *enabled = at::autocast::is_autocast_enabled(type) ? 1 : 0;
     *dtype = static_cast<int>(at::autocast::get_autocast_dtype(type));
@@ -69,7 +59,7 @@ extern "C" char* xpm_autocast_state(int device, int* enabled, int* dtype) {
 // Multiplies every gradient by `inv_scale` in place and sets `found_inf` to 1 when any of them
 // holds an infinity or a NaN.
 extern "C" char* xpm_amp_unscale(void* const* grads, int n, void* found_inf, void* inv_scale) {
-  XPM_PROTECT({
+  XPM_FFI_GUARD({
     std::vector<at::Tensor> g;
     g.reserve(n);
     for (int i = 0; i < n; ++i) g.push_back(*static_cast<const at::Tensor*>(grads[i]));
@@ -80,15 +70,15 @@ extern "C" char* xpm_amp_unscale(void* const* grads, int n, void* found_inf, voi
 
 // `precision` is "highest", "high" or "medium".
 extern "C" char* xpm_set_float32_matmul_precision(const char* precision) {
-  XPM_PROTECT(at::globalContext().setFloat32MatmulPrecision(std::string(precision)))
+  XPM_FFI_GUARD(at::globalContext().setFloat32MatmulPrecision(std::string(precision)))
 }
 
 extern "C" char* xpm_float32_matmul_precision(int* precision) {
-  XPM_PROTECT(*precision = static_cast<int>(at::globalContext().float32MatmulPrecision()))
+  XPM_FFI_GUARD(*precision = static_cast<int>(at::globalContext().float32MatmulPrecision()))
 }
 
 extern "C" char* xpm_set_deterministic(int enabled) {
-  XPM_PROTECT({
+  XPM_FFI_GUARD({
     at::globalContext().setDeterministicAlgorithms(enabled != 0, /*warn_only=*/false);
     at::globalContext().setDeterministicCuDNN(enabled != 0);
     at::globalContext().setBenchmarkCuDNN(false);
@@ -96,5 +86,5 @@ extern "C" char* xpm_set_deterministic(int enabled) {
 }
 
 extern "C" char* xpm_deterministic(int* enabled) {
-  XPM_PROTECT(*enabled = at::globalContext().deterministicAlgorithms() ? 1 : 0)
+  XPM_FFI_GUARD(*enabled = at::globalContext().deterministicAlgorithms() ? 1 : 0)
 }

@@ -36,3 +36,15 @@ inline std::vector<at::Tensor> tensors(void* const* handles, int n) {
 }
 
 }  // namespace xpm_ffi
+
+// The body of an `extern "C"` entry point: null on success, else the exception's message (a C++
+// exception must never cross into Rust). Variadic: a body's top-level commas are its own.
+#define XPM_FFI_GUARD(...)                              \
+  try {                                                 \
+    __VA_ARGS__;                                        \
+    return nullptr;                                     \
+  } catch (const std::exception& e) {                   \
+    return xpm_ffi::message(e.what());                  \
+  } catch (...) {                                       \
+    return xpm_ffi::message("unknown C++ exception");   \
+  }

@@ -38,20 +38,10 @@ at::Generator default_generator(int device, int index) {
 
 }  // namespace
 
-#define XPM_GENERATOR_PROTECT(body)                     \
-  try {                                                 \
-    body;                                               \
-    return nullptr;                                     \
-  } catch (const std::exception& e) {                   \
-    return xpm_ffi::message(e.what());                 \
-  } catch (...) {                                       \
-    return xpm_ffi::message("unknown C++ exception");  \
-  }
-
 // A new generator of its own for `device`, seeded with `seed`. A CUDA one is a clone of the
 // device's default generator (its type lives in libtorch_cuda), then seeded.
 extern "C" char* xpm_generator_new(int device, int index, uint64_t seed, void** out) {
-  XPM_GENERATOR_PROTECT({
+  XPM_FFI_GUARD({
     if (device == 1) {
       at::Generator fresh = default_generator(device, index).clone();
       {
@@ -67,14 +57,14 @@ extern "C" char* xpm_generator_new(int device, int index, uint64_t seed, void** 
 
 // A handle on the process's default generator of `device` (shared with every user of it).
 extern "C" char* xpm_generator_default(int device, int index, void** out) {
-  XPM_GENERATOR_PROTECT({ *out = new at::Generator(default_generator(device, index)); })
+  XPM_FFI_GUARD({ *out = new at::Generator(default_generator(device, index)); })
 }
 
 extern "C" void xpm_generator_free(void* handle) { delete static_cast<at::Generator*>(handle); }
 
 // Seeds the generator (its state restarts from `seed`).
 extern "C" char* xpm_generator_seed(void* handle, uint64_t seed) {
-  XPM_GENERATOR_PROTECT({
+  XPM_FFI_GUARD({
     at::Generator& gen = generator(handle);
     std::lock_guard<std::mutex> lock(gen.mutex());
     gen.set_current_seed(seed);
@@ -83,7 +73,7 @@ extern "C" char* xpm_generator_seed(void* handle, uint64_t seed) {
 
 // The size in bytes of the generator's state.
 extern "C" char* xpm_generator_state_size(void* handle, size_t* size) {
-  XPM_GENERATOR_PROTECT({
+  XPM_FFI_GUARD({
     at::Generator& gen = generator(handle);
     std::lock_guard<std::mutex> lock(gen.mutex());
     *size = static_cast<size_t>(gen.get_state().nbytes());
@@ -92,7 +82,7 @@ extern "C" char* xpm_generator_state_size(void* handle, size_t* size) {
 
 // Copies the generator's state (`size` bytes, as `xpm_generator_state_size` says) into `out`.
 extern "C" char* xpm_generator_get_state(void* handle, uint8_t* out, size_t size) {
-  XPM_GENERATOR_PROTECT({
+  XPM_FFI_GUARD({
     at::Generator& gen = generator(handle);
     std::lock_guard<std::mutex> lock(gen.mutex());
     at::Tensor state = gen.get_state().contiguous();
@@ -106,7 +96,7 @@ extern "C" char* xpm_generator_get_state(void* handle, uint8_t* out, size_t size
 // Replaces the generator's state by `size` bytes from a `xpm_generator_get_state` of a
 // generator of the same kind (libtorch checks the size).
 extern "C" char* xpm_generator_set_state(void* handle, const uint8_t* state, size_t size) {
-  XPM_GENERATOR_PROTECT({
+  XPM_FFI_GUARD({
     at::Tensor bytes = at::empty({static_cast<int64_t>(size)}, at::kByte);
     std::memcpy(bytes.data_ptr(), state, size);
     at::Generator& gen = generator(handle);
@@ -118,7 +108,7 @@ extern "C" char* xpm_generator_set_state(void* handle, const uint8_t* state, siz
 // Fills `tensor` in place with draws of Bernoulli(p) from the generator, as dropout's mask
 // (`at::dropout` on the CPU draws `empty_like(input).bernoulli_(1 - p)` the same way).
 extern "C" char* xpm_bernoulli_(void* tensor, double p, void* handle) {
-  XPM_GENERATOR_PROTECT({
+  XPM_FFI_GUARD({
     at::Tensor& t = *static_cast<at::Tensor*>(tensor);
     t.bernoulli_(p, generator(handle));
   })

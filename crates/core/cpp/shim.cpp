@@ -13,18 +13,13 @@
 
 #include "ffi.h"
 
-namespace {
-
-using xpm_ffi::message;
 using xpm_ffi::tensors;
-
-}  // namespace
 
 extern "C" char* xpm_fused_adam(void* const* params, void* const* grads, void* const* exp_avgs,
                                 void* const* exp_avg_sqs, void* const* steps, int n, double lr,
                                 double beta1, double beta2, double weight_decay, double eps,
                                 int decoupled) {
-  try {
+  XPM_FFI_GUARD({
     auto p = tensors(params, n), g = tensors(grads, n), m = tensors(exp_avgs, n),
          v = tensors(exp_avg_sqs, n), s = tensors(steps, n);
     const std::vector<at::Tensor> no_max_exp_avg_sqs;
@@ -35,12 +30,7 @@ extern "C" char* xpm_fused_adam(void* const* params, void* const* grads, void* c
       at::_fused_adam_(p, g, m, v, no_max_exp_avg_sqs, s, lr, beta1, beta2, weight_decay, eps,
                        /*amsgrad=*/false, /*maximize=*/false);
     }
-    return nullptr;
-  } catch (const std::exception& e) {
-    return message(e.what());
-  } catch (...) {
-    return message("unknown C++ exception");
-  }
+  })
 }
 
 extern "C" void xpm_free_message(char* message) { std::free(message); }
