@@ -2,17 +2,17 @@
 //! that run's weights exactly, resumes exactly, and names what does not fit.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 
 use tch::Tensor;
 
 use super::build::build;
-use super::{learn, LearnOutput, NoObserver, Observer, StepProgress};
+use super::run::tests::CancelAfter;
+use super::{learn, LearnOutput, NoObserver};
 use crate::config::parse_learner;
 use crate::config::tests_support::{demo_config_json, scratch_dir};
 use crate::data::Shard;
 use crate::runtime::Runtime;
-use crate::Result;
 
 const DEMO_MODEL: &str =
     r#"{"__xpmtype__":"xpm_torch.models.MlpScorer","input_dim":8,"hidden_dims":[16]}"#;
@@ -59,20 +59,6 @@ fn initial_weights(json: &str) -> Vec<(String, Tensor)> {
         .into_iter()
         .map(|p| (p.name, p.tensor.copy()))
         .collect()
-}
-
-struct CancelAfter<'a> {
-    steps: u64,
-    flag: &'a AtomicBool,
-}
-
-impl Observer for CancelAfter<'_> {
-    fn on_step(&mut self, progress: StepProgress) -> Result<()> {
-        if progress.step >= self.steps {
-            self.flag.store(true, Ordering::Relaxed);
-        }
-        Ok(())
-    }
 }
 
 #[test]

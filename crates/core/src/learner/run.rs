@@ -467,15 +467,16 @@ fn train_step(run: &mut Run, ctx: &mut TrainerContext, dist: &Distributed) -> Re
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::config::parse_learner;
     use crate::config::tests_support::{demo_config_json, scratch_dir};
     use crate::learner::NoObserver;
 
-    struct CancelAfter<'a> {
-        steps: u64,
-        flag: &'a AtomicBool,
+    /// Raises `flag` once step `steps` is done: a cancellation at a chosen step.
+    pub(in crate::learner) struct CancelAfter<'a> {
+        pub steps: u64,
+        pub flag: &'a AtomicBool,
     }
 
     impl Observer for CancelAfter<'_> {

@@ -383,20 +383,32 @@ fn train_features(model: &str) -> LearnOutput {
 /// Text models train on planted-signal triplets; `TrainerValidationLoss` over held-out triplets
 /// reports their pairwise accuracy.
 fn train_text(model: &str, epochs: u64, steps: u64, lr: f64) -> LearnOutput {
+    let json = text_learner_json(model, (2000, 300, 100), epochs, steps, lr);
+    let config = parse_learner(&json).unwrap();
+    learn(&config, &mut NoObserver, &AtomicBool::new(false)).unwrap()
+}
+
+/// A Learner training `model` on `train` planted-signal token triplets, validated by
+/// `TrainerValidationLoss` on `heldout` others in batches of `batch`.
+fn text_learner_json(
+    model: &str,
+    (train, heldout, batch): (u64, u64, u64),
+    epochs: u64,
+    steps: u64,
+    lr: f64,
+) -> String {
     let sampler = format!(
         r#"{{"__xpmtype__":"xpm_torch.samplers.TokenTripletSampler","triplets":{}}}"#,
-        triplets(1, 2000)
+        triplets(1, train)
     );
     let listener = format!(
         r#"{{"__xpmtype__":"xpm_torch.trainers.validation.TrainerValidationLoss","id":"heldout","data":{},
-            "batcher":{{"__xpmtype__":"xpm_torch.batchers.Batcher"}},"batch_size":100,"trainer":{},
+            "batcher":{{"__xpmtype__":"xpm_torch.batchers.Batcher"}},"batch_size":{batch},"trainer":{},
             "warmup":-1,"validation_interval":1,"early_stop":0}}"#,
-        triplets(2, 300),
+        triplets(2, heldout),
         trainer_json(&sampler)
     );
-    let config =
-        parse_learner(&learner_json(model, &sampler, &listener, epochs, steps, lr)).unwrap();
-    learn(&config, &mut NoObserver, &AtomicBool::new(false)).unwrap()
+    learner_json(model, &sampler, &listener, epochs, steps, lr)
 }
 
 fn final_accuracy(out: &LearnOutput) -> f64 {

@@ -45,18 +45,7 @@ fn features_config(model: &str) -> LearnerConfig {
 /// A text model's run: 2 epochs of 6 steps on short documents.
 fn text_config(model: &str) -> LearnerConfig {
     LENGTHS.with(|l| l.set((4, 10)));
-    let sampler = format!(
-        r#"{{"__xpmtype__":"xpm_torch.samplers.TokenTripletSampler","triplets":{}}}"#,
-        triplets(1, 400)
-    );
-    let listener = format!(
-        r#"{{"__xpmtype__":"xpm_torch.trainers.validation.TrainerValidationLoss","id":"heldout","data":{},
-            "batcher":{{"__xpmtype__":"xpm_torch.batchers.Batcher"}},"batch_size":50,"trainer":{},
-            "warmup":-1,"validation_interval":1,"early_stop":0}}"#,
-        triplets(2, 100),
-        trainer_json(&sampler)
-    );
-    let json = learner_json(model, &sampler, &listener, 2, 6, 0.002)
+    let json = text_learner_json(model, (400, 100, 50), 2, 6, 0.002)
         .replace("\"checkpoint_interval\":2", "\"checkpoint_interval\":1");
     parse_learner(&json).unwrap()
 }
