@@ -32,11 +32,17 @@ pub(crate) fn attention(
             false,
         )?);
     }
+    // The math path as libtorch writes it: the scale on q (B·h·T·d) rather than on the scores
+    // (B·h·T·T), and the padding as an additive bias, whose gradient is the scores' own.
     let head_dim = q.size().last().copied().unwrap_or(1).max(1);
-    let scores = q
-        .f_matmul(&k.f_transpose(-2, -1)?)?
-        .f_mul_scalar(1.0 / (head_dim as f64).sqrt())?
+    let bias = keep
+        .f_zeros_like()?
+        .f_to_kind(q.kind())?
         .f_masked_fill(&keep.f_logical_not()?, f64::NEG_INFINITY)?;
+    let scores = q
+        .f_mul_scalar(1.0 / (head_dim as f64).sqrt())?
+        .f_matmul(&k.f_transpose(-2, -1)?)?
+        .f_add(&bias)?;
     let weights = dropout(&scores.f_softmax(-1, None::<Kind>)?, p, true)?;
     Ok(weights.f_matmul(v)?)
 }

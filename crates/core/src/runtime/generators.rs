@@ -41,6 +41,9 @@ extern "C" {
     fn xpm_generator_set_state(handle: *mut c_void, state: *const u8, size: usize) -> *mut c_char;
     fn xpm_generator_seed(handle: *mut c_void, seed: u64) -> *mut c_char;
     fn xpm_bernoulli_(tensor: *mut c_void, p: f64, handle: *mut c_void) -> *mut c_char;
+    fn xpm_dropout_mask_(tensor: *mut c_void, keep: f64, handle: *mut c_void) -> *mut c_char;
+    #[cfg(test)]
+    fn xpm_philox4x32_10(counter: *const u32, key: u64, out: *mut u32);
 }
 
 /// The shim's device arguments: type (0 CPU, 1 CUDA) and CUDA index.
@@ -105,6 +108,13 @@ impl Generator {
     fn bernoulli_(&self, tensor: &mut Tensor, p: f64) -> Result<()> {
         // SAFETY: a live tensor handle (an `at::Tensor*`) and a live generator handle.
         checked(unsafe { xpm_bernoulli_(tensor.as_mut_ptr() as *mut c_void, p, self.handle) })
+    }
+
+    /// Fills the contiguous floating CPU `tensor` with an inverted-dropout mask (1/`keep` with
+    /// probability `keep`, else 0) from a Philox stream keyed by one draw of this generator.
+    fn dropout_mask_(&self, tensor: &mut Tensor, keep: f64) -> Result<()> {
+        // SAFETY: a live tensor handle (an `at::Tensor*`) and a live generator handle.
+        checked(unsafe { xpm_dropout_mask_(tensor.as_mut_ptr() as *mut c_void, keep, self.handle) })
     }
 }
 
@@ -256,13 +266,20 @@ impl RunGenerators {
             })
     }
 
-    /// Inverted dropout with this run's generator of `input`'s device: the arithmetic of
-    /// libtorch's CPU `dropout` (a Bernoulli(1 − p) mask scaled by 1/(1 − p)).
+    /// Inverted dropout with this run's generator of `input`'s device: `input` times a mask of
+    /// Bernoulli(1 − p) draws scaled by 1/(1 − p). On the CPU the mask comes from a parallel
+    /// counter-based stream (see `xpm_dropout_mask_`); on CUDA from libtorch's `bernoulli_`.
     fn dropout(&self, input: &Tensor, p: f64) -> Result<Tensor> {
         if p >= 1.0 {
             return Ok(input.f_mul_scalar(0.0)?);
         }
-        let generator = self.own_generator(input.device())?;
+        let device = input.device();
+        let generator = self.own_generator(device)?;
+        if device == Device::Cpu {
+            let mut mask = Tensor::f_empty(input.size(), (input.kind(), device))?;
+            generator.dropout_mask_(&mut mask, 1.0 - p)?;
+            return Ok(input.f_mul(&mask)?);
+        }
         let mut noise = input.f_empty_like()?;
         generator.bernoulli_(&mut noise, 1.0 - p)?;
         let _ = noise.f_div_scalar_(1.0 - p)?;
@@ -435,21 +452,62 @@ mod tests {
         assert!(err.to_string().contains("cuda:0"), "{err}");
     }
 
+    fn philox(counter: [u32; 4], key: [u32; 2]) -> [u32; 4] {
+        let mut out = [0u32; 4];
+        let key = u64::from(key[0]) | (u64::from(key[1]) << 32);
+        // SAFETY: four readable and four writable words.
+        unsafe { xpm_philox4x32_10(counter.as_ptr(), key, out.as_mut_ptr()) };
+        out
+    }
+
     #[test]
-    fn dropout_matches_libtorchs_on_the_same_generator_state() {
-        // Our mask is libtorch's CPU dropout arithmetic: with the default generator in the
-        // same state, both give the same tensor.
-        let lease = GlobalGeneratorLease::take();
-        let global = Generator::default_of(Device::Cpu).unwrap();
-        let ours = Rc::new(RunGenerators::new(5, 0, Device::Cpu, false).unwrap());
-        global.set_state(&ours.states().unwrap()[0].1).unwrap();
-        let x = Tensor::arange(256, (Kind::Float, Device::Cpu))
-            .f_view([8, 32])
-            .unwrap();
-        let theirs = x.f_dropout(0.25, true).unwrap();
-        let _active = ours.activate();
-        assert!(dropout(&x, 0.25, true).unwrap().equal(&theirs));
-        drop(lease);
+    fn philox_gives_the_published_known_answers() {
+        // Random123's known-answer vectors for Philox4x32-10 (counter, key → output).
+        assert_eq!(
+            philox([0; 4], [0; 2]),
+            [0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8]
+        );
+        assert_eq!(
+            philox([u32::MAX; 4], [u32::MAX; 2]),
+            [0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd]
+        );
+        assert_eq!(
+            philox(
+                [0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344],
+                [0xa4093822, 0x299f31d0]
+            ),
+            [0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1]
+        );
+    }
+
+    #[test]
+    fn masks_keep_the_asked_fraction_in_every_kind_whatever_the_split() {
+        let n = 1 << 20;
+        for kind in [Kind::Float, Kind::Double, Kind::BFloat16, Kind::Half] {
+            let g = Rc::new(RunGenerators::new(11, 0, Device::Cpu, false).unwrap());
+            let saved = g.states().unwrap();
+            let _active = g.activate();
+            let x = Tensor::ones([n], (kind, Device::Cpu));
+            let y = dropout(&x, 0.2, true).unwrap();
+            let kept = y.f_ne(0.0).unwrap().sum(Kind::Int64).int64_value(&[]) as f64;
+            // Binomial(n, 0.8): five standard deviations are about 2,000 records.
+            let sd = (n as f64 * 0.8 * 0.2).sqrt();
+            assert!(
+                (kept - 0.8 * n as f64).abs() < 5.0 * sd,
+                "{kind:?}: kept {kept}"
+            );
+            let values = y.f_masked_select(&y.f_ne(0.0).unwrap()).unwrap();
+            assert!(
+                values.f_eq(1.25).unwrap().all().int64_value(&[]) == 1,
+                "{kind:?}"
+            );
+            // Element i depends on the key and i alone: a short mask drawn from the same state
+            // (one block, one thread) is the prefix of the long one (many blocks, split over
+            // the intra-op threads).
+            g.restore(&saved, "c").unwrap();
+            let short = dropout(&Tensor::ones([10], (kind, Device::Cpu)), 0.2, true).unwrap();
+            assert!(short.equal(&y.narrow(0, 0, 10)), "{kind:?}");
+        }
     }
 
     #[test]
