@@ -36,7 +36,8 @@ pub struct TrainerValidationLossConfig {
 
 config_enum! {
     /// Held-out data of a [`TrainerValidationLossConfig`]: preference pairs of a graded dataset
-    /// (feature models), or token triplets (sequence models).
+    /// (feature models), token triplets (sequence models), or text triplets (pretrained text
+    /// models).
     #[derive(Debug, Clone, PartialEq)]
     pub enum ValidationDataConfig {
         /// `xpm_torch.data.SyntheticLtrDataset`.
@@ -47,6 +48,8 @@ config_enum! {
         TokenTripletFile(TripletFileConfig) = "xpm_torch.data.TokenTripletFile",
         /// `xpm_torch.data.SyntheticTokenTriplets`.
         SyntheticTokenTriplets(SyntheticTripletsConfig) = "xpm_torch.data.SyntheticTokenTriplets",
+        /// `xpm_torch.data.TextTripletFile`.
+        TextTripletFile(super::TextTripletFileConfig) = "xpm_torch.data.TextTripletFile",
         /// A dataset held in TypedArrays on the JavaScript side.
         Js(super::JsDatasetConfig) = "xpm_torch.data.JsDataset",
     }

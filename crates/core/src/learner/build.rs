@@ -526,6 +526,10 @@ fn listener(
                 ValidationDataConfig::SyntheticTokenTriplets(d) => EvaluationPairs::Triplets(
                     load_triplets(&TripletsConfig::Synthetic(d.clone()), &data_path)?,
                 ),
+                ValidationDataConfig::TextTripletFile(d) => EvaluationPairs::texts(
+                    Arc::new(read_text_triplets(d, &data_path)?),
+                    text_encoding(sources.text, "a TextTripletFile", &data_path)?,
+                ),
             };
             let model = c
                 .bestpath

@@ -699,3 +699,29 @@ fn a_multiple_model_trains_its_scorer_with_optimizers_chosen_by_regex() {
     }
     assert_eq!(saved.len(), initial.named_parameters().len());
 }
+
+#[test]
+fn text_triplets_validate_only_a_pretrained_text_model() {
+    let dir = crate::config::tests_support::scratch_dir();
+    let file = dir.join("held-out.tsv");
+    std::fs::write(&file, "q\tpositive\tnegative\n").unwrap();
+    let text_file = format!(
+        r#"{{"__xpmtype__":"xpm_torch.data.TextTripletFile","id":"held-out","path":"{}"}}"#,
+        file.display()
+    );
+    let json = text_learner_json(CROSS_ENCODER, (200, 20, 10), 1, 2, 0.01).replacen(
+        &triplets(2, 20),
+        &text_file,
+        1,
+    );
+    assert!(json.contains("TextTripletFile"));
+    let err = learn(
+        &parse_learner(&json).unwrap(),
+        &mut NoObserver,
+        &AtomicBool::new(false),
+    )
+    .unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("learner.listeners[0].data"), "{text}");
+    assert!(text.contains("CrossEncoder or a BiEncoder"), "{text}");
+}

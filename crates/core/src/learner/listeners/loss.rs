@@ -56,6 +56,12 @@ impl Listener for ValidationLoss {
                 ctx.warn(w);
             }
             logged = metrics;
+            if let Some(t) = self.data.take_truncation() {
+                logged.insert(
+                    format!("{}/truncated_fraction", self.id),
+                    t.cut as f64 / t.inputs.max(1) as f64,
+                );
+            }
             if self.schedule.tracks(epoch) {
                 self.tracker.observe(epoch, total, model)?;
             }

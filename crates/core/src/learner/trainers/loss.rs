@@ -1,5 +1,6 @@
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use tch::{Kind, Tensor};
 
@@ -8,8 +9,8 @@ use crate::batching::memory::MemoryProbe;
 use crate::batching::Batcher;
 use crate::config::BatcherConfig;
 use crate::data::{
-    Batch, BatchSource, LtrDataset, PairwiseBatch, PreferencePair, RecordKind, ScoreInput,
-    TokenTriplets,
+    strs, Batch, BatchSource, LtrDataset, PairwiseBatch, PreferencePair, RecordKind, ScoreInput,
+    TextEncoding, TokenTriplets, TripletTexts, Truncation,
 };
 use crate::learner::{Metrics, TrainerContext};
 use crate::losses::listwise::ListwiseLoss;
@@ -358,7 +359,8 @@ impl EvaluationBatching {
     }
 }
 
-/// Held-out preference pairs: those of a graded dataset (features), or token triplets.
+/// Held-out preference pairs: those of a graded dataset (features), token triplets, or text
+/// triplets encoded for a pretrained text model.
 pub(crate) enum EvaluationPairs {
     /// A dataset's features and its preference pairs.
     Features {
@@ -367,6 +369,13 @@ pub(crate) enum EvaluationPairs {
     },
     /// (query, positive, negative) token sequences.
     Triplets(TokenTriplets),
+    /// (query, positive, negative) texts, encoded batch by batch as the model wants them.
+    Texts {
+        triplets: Arc<dyn TripletTexts>,
+        encoding: TextEncoding,
+        /// Inputs cut by truncation since the last [`EvaluationPairs::take_truncation`].
+        truncation: Cell<Truncation>,
+    },
 }
 
 impl EvaluationPairs {
@@ -377,11 +386,21 @@ impl EvaluationPairs {
         })
     }
 
+    /// Text triplets encoded by `encoding`.
+    pub fn texts(triplets: Arc<dyn TripletTexts>, encoding: TextEncoding) -> Self {
+        EvaluationPairs::Texts {
+            triplets,
+            encoding,
+            truncation: Cell::new(Truncation::default()),
+        }
+    }
+
     /// Number of pairs.
     pub fn len(&self) -> usize {
         match self {
             EvaluationPairs::Features { pairs, .. } => pairs.len(),
             EvaluationPairs::Triplets(t) => t.len(),
+            EvaluationPairs::Texts { triplets, .. } => triplets.count(),
         }
     }
 
@@ -390,6 +409,26 @@ impl EvaluationPairs {
         match self {
             EvaluationPairs::Features { features, pairs } => gather(features, &pairs[rows]),
             EvaluationPairs::Triplets(t) => t.batch(&rows.collect::<Vec<_>>()),
+            EvaluationPairs::Texts {
+                triplets,
+                encoding,
+                truncation,
+            } => {
+                let [queries, positives, negatives] = triplets.texts(&rows.collect::<Vec<_>>())?;
+                let queries = strs(&queries);
+                let (positive, cut_p) = encoding.encode(&queries, &strs(&positives))?;
+                let (negative, cut_n) = encoding.encode(&queries, &strs(&negatives))?;
+                truncation.set(truncation.get().plus(cut_p).plus(cut_n));
+                Ok(PairwiseBatch { positive, negative })
+            }
+        }
+    }
+
+    /// The inputs cut by truncation since the last call, for text triplets.
+    pub fn take_truncation(&self) -> Option<Truncation> {
+        match self {
+            EvaluationPairs::Texts { truncation, .. } => Some(truncation.take()),
+            _ => None,
         }
     }
 }

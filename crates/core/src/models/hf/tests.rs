@@ -237,8 +237,8 @@ fn a_directory_without_config_names_the_file() {
 // ---- training through the learner ----
 
 /// Template triplets: the positive document mentions the query's topic word, the negative one
-/// an off-topic word.
-fn write_text_triplets(dir: &Path, n: usize, seed: u64) -> PathBuf {
+/// an off-topic word; with `long_negatives`, every third negative is too long for the models.
+fn write_text_triplets(dir: &Path, n: usize, seed: u64, long_negatives: bool) -> PathBuf {
     const TOPICS: [&str; 8] = [
         "paris", "tokyo", "river", "mountain", "train", "model", "city", "capital",
     ];
@@ -246,7 +246,7 @@ fn write_text_triplets(dir: &Path, n: usize, seed: u64) -> PathBuf {
     const FILLER: [&str; 8] = ["the", "is", "a", "of", "what", "many", "things", "detail"];
     let mut rng = Rng::new(seed);
     let mut lines = String::new();
-    for _ in 0..n {
+    for i in 0..n {
         let topic = TOPICS[rng.below(TOPICS.len())];
         let other = OFF_TOPIC[rng.below(OFF_TOPIC.len())];
         let mut doc = |word: &str| {
@@ -254,7 +254,11 @@ fn write_text_triplets(dir: &Path, n: usize, seed: u64) -> PathBuf {
             words.insert(rng.below(7), word);
             words.join(" ")
         };
-        let (positive, negative) = (doc(topic), doc(other));
+        let (positive, mut negative) = (doc(topic), doc(other));
+        if long_negatives && i % 3 == 0 {
+            // Longer than the models' max_length: cut by truncation.
+            negative.push_str(&" and many more things of detail".repeat(4));
+        }
         lines.push_str(&format!("what about {topic}\t{positive}\t{negative}\n"));
     }
     let path = dir.join(format!("triplets-{seed}.tsv"));
@@ -262,7 +266,30 @@ fn write_text_triplets(dir: &Path, n: usize, seed: u64) -> PathBuf {
     path
 }
 
-fn text_learner_json(model: &str, triplets: &Path, dir: &Path, steps: u64, lr: f64) -> String {
+/// A learner of `model` on text `triplets`, validated on `held_out` text triplets by a
+/// `TrainerValidationLoss` (id `heldout`) after each epoch.
+fn text_learner_json(
+    model: &str,
+    triplets: &Path,
+    held_out: &Path,
+    dir: &Path,
+    steps: u64,
+    lr: f64,
+) -> String {
+    let validation = format!(
+        r#"{{"__xpmtype__":"xpm_torch.trainers.validation.TrainerValidationLoss","id":"heldout",
+            "data":{{"__xpmtype__":"xpm_torch.data.TextTripletFile","id":"held-out","path":"{}"}},
+            "batcher":{{"__xpmtype__":"xpm_torch.batchers.Batcher"}},"batch_size":32,
+            "trainer":{{"__xpmtype__":"xpm_torch.trainers.LossTrainer",
+                "hooks":[{{"__xpmtype__":"xpm_torch.losses.pairwise.HingeLoss","weight":1.0,"margin":1.0}}],
+                "batcher":{{"__xpmtype__":"xpm_torch.batchers.Batcher"}},
+                "sampler":{{"__xpmtype__":"xpm_torch.samplers.TextTripletSampler",
+                    "triplets":{{"__xpmtype__":"xpm_torch.data.TextTripletFile","id":"topics","path":"{}"}}}},
+                "batch_size":16,"num_workers":1}},
+            "warmup":-1,"validation_interval":1,"early_stop":0}}"#,
+        held_out.display(),
+        triplets.display()
+    );
     format!(
         r#"{{"__xpmtype__":"xpm_torch.learner.Learner",
         "random":{{"__xpmtype__":"xpm_torch.base.Random","seed":3}},
@@ -277,7 +304,7 @@ fn text_learner_json(model: &str, triplets: &Path, dir: &Path, steps: u64, lr: f
         "optimizers":[{{"__xpmtype__":"xpm_torch.optim.ParameterOptimizer",
             "optimizer":{{"__xpmtype__":"xpm_torch.optim.Adam","lr":{lr},"weight_decay":0.0,"eps":1e-8,"betas":[0.9,0.999]}},
             "filter":{{"__xpmtype__":"xpm_torch.optim.ParameterFilter"}}}}],
-        "listeners":[],
+        "listeners":[{validation}],
         "checkpoint_interval":2,"logpath":"{dir}/runs","checkpointspath":"{dir}/checkpoints","hooks":[],
         "fabric_config":{{"__xpmtype__":"xpm_torch.configuration.FabricConfiguration","precision":"32-true",
             "num_nodes":1,"devices":"auto","strategy":"auto","accelerator":"auto"}}}}"#,
@@ -297,13 +324,16 @@ fn strs(v: &[String]) -> Vec<&str> {
     v.iter().map(String::as_str).collect()
 }
 
-/// Trains `model` on topic triplets, then scores held-out ones with the learned weights.
+/// Trains `model` on topic triplets, then scores held-out ones with the learned weights; the
+/// run's validation listener must have measured the same accuracy and truncation on them.
 fn held_out_accuracy(model_json: &str, lr: f64) -> (Vec<f64>, f64, Vec<String>) {
     use crate::config::{parse_learner, ModelConfig};
     use crate::learner::{learn, NoObserver};
     let dir = scratch_dir();
-    let train = write_text_triplets(&dir, 400, 1);
-    let config = parse_learner(&text_learner_json(model_json, &train, &dir, 40, lr)).unwrap();
+    let train = write_text_triplets(&dir, 400, 1, false);
+    let held_out_path = write_text_triplets(&dir, 100, 2, true);
+    let json = text_learner_json(model_json, &train, &held_out_path, &dir, 40, lr);
+    let config = parse_learner(&json).unwrap();
     let out = learn(
         &config,
         &mut NoObserver,
@@ -323,17 +353,18 @@ fn held_out_accuracy(model_json: &str, lr: f64) -> (Vec<f64>, f64, Vec<String>) 
     let encoding = text_encoding(&model_config, "model").unwrap().unwrap();
     let held_out = crate::config::TextTripletFileConfig {
         id: "held-out".into(),
-        path: write_text_triplets(&dir, 100, 2).display().to_string(),
+        path: held_out_path.display().to_string(),
         format: None,
     };
     let t = crate::data::read_text_triplets(&held_out, "data").unwrap();
     let _guard = tch::no_grad_guard();
-    let (pos, _) = encoding
+    let (pos, cut_p) = encoding
         .encode(&strs(&t.query), &strs(&t.positive))
         .unwrap();
-    let (neg, _) = encoding
+    let (neg, cut_n) = encoding
         .encode(&strs(&t.query), &strs(&t.negative))
         .unwrap();
+    let cut = cut_p.plus(cut_n);
     let wins = model
         .forward(&pos)
         .unwrap()
@@ -341,6 +372,17 @@ fn held_out_accuracy(model_json: &str, lr: f64) -> (Vec<f64>, f64, Vec<String>) 
         .to_kind(Kind::Float)
         .mean(Kind::Float)
         .double_value(&[]);
+    let validated = &out.epochs.last().unwrap().metrics;
+    assert!(
+        (validated["heldout/pairwise_accuracy"] - wins).abs() < 1e-6,
+        "{validated:?} against {wins}"
+    );
+    assert!(cut.cut > 0 && cut.cut < cut.inputs, "{cut:?}");
+    assert_eq!(
+        validated["heldout/truncated_fraction"],
+        cut.cut as f64 / cut.inputs as f64,
+        "{validated:?}"
+    );
     let names = model
         .named_parameters()
         .into_iter()
