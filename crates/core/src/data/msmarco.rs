@@ -1,8 +1,9 @@
 //! The MS MARCO layout put together: triplets of ids over text collections for training, and
 //! a run's candidates judged by qrels for re-ranking.
 
-use std::path::Path;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::SystemTime;
 
 use super::text_triplets::strs;
 use super::trec::{resolve, Place};
@@ -13,12 +14,46 @@ use super::{
 use crate::config::{IdTripletSamplerConfig, TextCollectionConfig, TextRerankingConfig};
 use crate::{Error, Result};
 
-/// Opens (indexes) the collection of `config`; errors name the file.
+/// What tells an opened file from a changed one: its canonical path, length and modification
+/// time.
+type FileStamp = (PathBuf, u64, Option<SystemTime>);
+
+/// Collections opened in this process and still in use, by file.
+static OPEN_COLLECTIONS: Mutex<Vec<(FileStamp, Weak<TextCollection>)>> = Mutex::new(Vec::new());
+
+fn stamp(path: &Path) -> Result<FileStamp> {
+    let canonical = path.canonicalize().map_err(|e| Error::io(path, e))?;
+    let meta = std::fs::metadata(&canonical).map_err(|e| Error::io(path, e))?;
+    Ok((canonical, meta.len(), meta.modified().ok()))
+}
+
+/// Opens (indexes) the collection of `config`; errors name the file. A collection still in use
+/// (the training sampler's, when validation re-ranks over the same file) is shared rather than
+/// indexed again, unless the file has changed since.
 ///
 /// # Errors
 /// See [`TextCollection::open`].
 pub fn open_collection(config: &TextCollectionConfig) -> Result<Arc<TextCollection>> {
-    Ok(Arc::new(TextCollection::open(Path::new(&config.path))?))
+    let path = Path::new(&config.path);
+    let key = stamp(path)?;
+    let shared = || {
+        let mut open = OPEN_COLLECTIONS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        open.retain(|(_, weak)| weak.strong_count() > 0);
+        open.iter()
+            .find(|(k, _)| *k == key)
+            .and_then(|(_, weak)| weak.upgrade())
+    };
+    if let Some(collection) = shared() {
+        return Ok(collection);
+    }
+    let collection = Arc::new(TextCollection::open(path)?);
+    OPEN_COLLECTIONS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push((key, Arc::downgrade(&collection)));
+    Ok(collection)
 }
 
 /// Triplets of collection entries: (query, positive document, negative document).
@@ -237,6 +272,29 @@ pub(crate) mod tests {
                 scores[&key]
             })
             .collect()
+    }
+
+    #[test]
+    fn a_collection_in_use_is_shared_until_its_file_changes() {
+        let dir = scratch_dir();
+        let file = dir.join("collection.tsv");
+        std::fs::write(&file, "1\tfirst\n2\tsecond\n").unwrap();
+        let config = TextCollectionConfig {
+            id: "c".into(),
+            path: file.display().to_string(),
+        };
+        let a = open_collection(&config).unwrap();
+        let b = open_collection(&config).unwrap();
+        assert!(Arc::ptr_eq(&a, &b));
+        // Changed on disk (longer): indexed anew, with the new text.
+        std::fs::write(&file, "1\tfirst, changed\n2\tsecond\n").unwrap();
+        let c = open_collection(&config).unwrap();
+        assert!(!Arc::ptr_eq(&a, &c));
+        assert_eq!(c.text(c.entry("1").unwrap()).unwrap(), "first, changed");
+        // No longer in use: nothing is kept.
+        drop((a, b, c));
+        let d = open_collection(&config).unwrap();
+        assert_eq!(d.len(), 2);
     }
 
     #[test]
