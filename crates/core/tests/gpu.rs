@@ -221,6 +221,43 @@ fn nccl_world_one_forms_and_its_collectives_keep_values() {
     );
 }
 
+/// `strategy: "ddp"` alone on one GPU: `learn()` trains through an NCCL group of one, writes its
+/// checkpoints, and ends with the losses of the run without a group.
+#[test]
+#[ignore = "needs a CUDA GPU: scripts/gpu/suite.sh runs it"]
+fn ddp_on_one_gpu_trains_through_nccl_and_checkpoints() {
+    cuda();
+    let exact = r#","torch_fp32_precision":"highest","deterministic":true"#;
+    let plain = train(&learner_json("32-true", "cuda", exact, 2));
+    let dir = std::env::temp_dir().join(format!("xpm-gpu-ddp-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let ddp_json = learner_json("32-true", "cuda", exact, 2)
+        .replace(r#""strategy":"auto""#, r#""strategy":"ddp""#)
+        .replace(
+            r#""checkpoint_interval":1,"#,
+            &format!(
+                r#""checkpoint_interval":1,"checkpointspath":"{}","#,
+                dir.display()
+            ),
+        );
+    assert!(ddp_json.contains(r#""strategy":"ddp""#));
+    let ddp = train(&ddp_json);
+    assert!(!ddp.checkpoints.is_empty(), "{:?}", ddp.checkpoints);
+    assert!(ddp
+        .checkpoints
+        .values()
+        .all(|c| std::path::Path::new(c).exists()));
+    for (a, b) in plain.epochs.iter().zip(&ddp.epochs) {
+        assert!(
+            (a.loss - b.loss).abs() <= 1e-6,
+            "epoch {}: alone {} ddp {}",
+            a.epoch,
+            a.loss,
+            b.loss
+        );
+    }
+}
+
 /// Batches go to the GPU through pinned host memory and a non-blocking copy: what arrives is
 /// the batch, also when the host tensor is reused right after.
 #[test]

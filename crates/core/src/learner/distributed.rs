@@ -48,8 +48,8 @@ impl Distributed {
         Distributed { group: None }
     }
 
-    /// Joins the process group when `fabric` asks for `ddp` and the launch environment holds
-    /// more than one rank; a lone process otherwise. Ranks training on CUDA (`device`)
+    /// Joins the process group when `fabric` asks for `ddp`, or for `auto` in a launch
+    /// environment of several ranks; a lone process otherwise. Ranks training on CUDA (`device`)
     /// communicate with NCCL, others with Gloo. Returns warnings to report as well.
     ///
     /// # Errors
@@ -58,24 +58,26 @@ impl Distributed {
         if fabric.strategy != DDP && fabric.strategy != AUTO_STRATEGY {
             return Ok((Self::single(), Vec::new()));
         }
-        let env = DistEnv::from_env()?;
-        // "auto" is ddp when the environment holds several ranks (torchrun, SLURM, learn()'s
-        // launcher), as Lightning chooses.
+        Self::join_in(fabric, device, &DistEnv::from_env()?)
+    }
+
+    /// [`Distributed::join`] in the launch environment `env`. `ddp` always makes a group, as
+    /// Lightning's does: of one process on a free loopback port when nothing launched several
+    /// (`devices: 1`, `torchrun --nproc-per-node 1`), so that one GPU trains through NCCL as
+    /// several do. `auto` is ddp only when `env` holds several ranks.
+    fn join_in(
+        fabric: &FabricConfiguration,
+        device: Device,
+        env: &DistEnv,
+    ) -> Result<(Self, Vec<String>)> {
         if fabric.strategy == AUTO_STRATEGY && !env.is_distributed() {
             return Ok((Self::single(), Vec::new()));
-        }
-        if !env.is_distributed() {
-            let warning = "learner.fabric_config.strategy is \"ddp\" but this process runs \
-                           alone (no RANK/WORLD_SIZE above 1 in its environment): training on \
-                           one process; learn() from TypeScript starts the workers"
-                .to_string();
-            return Ok((Self::single(), vec![warning]));
         }
         let backend = match device {
             Device::Cuda(device) => Backend::Nccl { device },
             _ => Backend::Gloo,
         };
-        let group = ProcessGroup::new(&env, backend, DEFAULT_TIMEOUT)?;
+        let group = ProcessGroup::new(env, backend, DEFAULT_TIMEOUT)?;
         Ok((Distributed { group: Some(group) }, Vec::new()))
     }
 
@@ -362,5 +364,30 @@ mod tests {
         // Alone, a stop request is honoured at the very next step.
         assert!(d.agree_to_stop(3, true).unwrap());
         assert!(!d.agree_to_stop(8, false).unwrap());
+    }
+
+    #[test]
+    fn ddp_alone_is_a_group_of_one_and_auto_alone_is_none() {
+        let fabric = |strategy: &str| FabricConfiguration {
+            precision: "32-true".into(),
+            torch_fp32_precision: None,
+            num_nodes: 1,
+            devices: "auto".into(),
+            strategy: strategy.into(),
+            accelerator: "cpu".into(),
+            num_threads: None,
+            deterministic: None,
+        };
+        let alone = DistEnv::single();
+        let (ddp, warnings) = Distributed::join_in(&fabric(DDP), Device::Cpu, &alone).unwrap();
+        assert!(warnings.is_empty());
+        assert!(ddp.group.is_some());
+        assert_eq!((ddp.rank(), ddp.world()), (0, 1));
+        let mut metrics = BTreeMap::from([("loss".to_string(), 2.5)]);
+        ddp.average_metrics(&mut metrics).unwrap();
+        assert_eq!(metrics["loss"], 2.5);
+        assert_eq!(ddp.gather_bytes(&[4, 5]).unwrap(), [vec![4u8, 5]]);
+        let (auto, _) = Distributed::join_in(&fabric(AUTO_STRATEGY), Device::Cpu, &alone).unwrap();
+        assert!(auto.group.is_none());
     }
 }

@@ -725,3 +725,34 @@ fn text_triplets_validate_only_a_pretrained_text_model() {
     assert!(text.contains("learner.listeners[0].data"), "{text}");
     assert!(text.contains("CrossEncoder or a BiEncoder"), "{text}");
 }
+
+/// `ddp` alone trains through a process group of one (Gloo here) exactly as no group does.
+#[test]
+fn ddp_alone_trains_like_one_process_without_a_group() {
+    let sampler = format!(
+        r#"{{"__xpmtype__":"xpm_torch.samplers.PairwiseSampler","dataset":{}}}"#,
+        ltr(1, 60)
+    );
+    let listener = format!(
+        r#"{{"__xpmtype__":"xpm_torch.listeners.RankingValidationListener","id":"heldout","dataset":{},
+            "metrics":{{"pairwise_accuracy":false}},"warmup":-1,"validation_interval":1,"early_stop":0}}"#,
+        ltr(2, 20)
+    );
+    let model = r#"{"__xpmtype__":"xpm_torch.models.MLP","input_dim":8,"hidden_dims":[16],"activation":"relu","dropout":0.0,"layer_norm":false}"#;
+    let run = |strategy: &str| {
+        let json = learner_json(model, &sampler, &listener, 2, 10, 0.05).replace(
+            "\"strategy\":\"auto\"",
+            &format!("\"strategy\":\"{strategy}\""),
+        );
+        assert!(json.contains(strategy));
+        let out = learn(
+            &parse_learner(&json).unwrap(),
+            &mut NoObserver,
+            &AtomicBool::new(false),
+        )
+        .unwrap();
+        let losses: Vec<u64> = out.epochs.iter().map(|e| e.loss.to_bits()).collect();
+        (std::fs::read(out.learned_model.unwrap()).unwrap(), losses)
+    };
+    assert!(run("ddp") == run("auto"));
+}
