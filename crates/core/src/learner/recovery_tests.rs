@@ -6,7 +6,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
-use super::checkpoint::{arm, checkpoint_dirs, disarm, verify_checkpoint_dir, Stage};
+use super::checkpoint::{
+    arm, checkpoint_dirs, disarm, epoch_dir_name, verify_checkpoint_dir, Stage, LAST,
+};
 use super::{learn, LearnOutput, NoObserver};
 use crate::config::parse_learner;
 use crate::config::tests_support::{demo_config_json, scratch_dir};
@@ -206,4 +208,51 @@ fn temporaries_of_a_killed_save_are_ignored_and_removed_at_the_next_start() {
         .unwrap()
         .ends_with("epoch-00000002"));
     assert_eq!(entries(&root), ["epoch-00000003", "last"]);
+}
+
+/// The demo run with early stopping (after 2 epochs without a better heldout accuracy),
+/// for at most 12 epochs, in `dir`.
+fn early_stopping_config_in(dir: &Path) -> LearnerConfig {
+    let json = demo_config_json()
+        .replace("/tmp/job", &dir.display().to_string())
+        .replace(r#""early_stop":0"#, r#""early_stop":2"#)
+        .replace(r#""max_epochs":3"#, r#""max_epochs":12"#);
+    parse_learner(&json).unwrap()
+}
+
+#[test]
+fn a_run_that_stopped_early_and_then_crashed_finishes_at_once_when_resumed() {
+    let whole = run(&early_stopping_config_in(&scratch_dir())).unwrap();
+    let stopped_at = whole.epochs.len() as u64;
+    assert!(
+        whole.stopped.is_some() && stopped_at < 12,
+        "the demo does not stop early: {:?}",
+        whole.stopped
+    );
+    let dir = scratch_dir();
+    let config = early_stopping_config_in(&dir);
+    // Killed once the stopping epoch's checkpoint is committed and `last/` replaced, while the
+    // previous `last/` is being removed: the first `last/` is new, later ones replace one.
+    arm(Stage::Cleanup, LAST, stopped_at as usize - 2);
+    let err = run(&config).unwrap_err();
+    disarm();
+    assert!(err.to_string().contains("injected failure"), "{err}");
+    let resumed = run(&config).unwrap();
+    assert!(resumed
+        .resumed_from
+        .as_ref()
+        .unwrap()
+        .ends_with(&epoch_dir_name(stopped_at)));
+    // No epoch is trained again, and the result is the uninterrupted run's.
+    assert_eq!(resumed.stopped, whole.stopped);
+    let losses = |o: &LearnOutput| {
+        o.epochs
+            .iter()
+            .map(|e| e.loss.to_bits())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(losses(&resumed), losses(&whole));
+    assert_eq!(resumed.listeners, whole.listeners);
+    assert!(weights(&resumed) == weights(&whole));
+    assert!(resumed.warnings.is_empty(), "{:?}", resumed.warnings);
 }

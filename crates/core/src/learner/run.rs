@@ -1,5 +1,6 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
@@ -7,15 +8,15 @@ use tch::{Kind, Tensor};
 
 use super::build::{build, js_hooks, Run};
 use super::checkpoint::{
-    checkpoint_dirs, checkpoint_epoch, load_checkpoint, recorded_step, save_checkpoint, save_due,
-    tidy, Progress, RankState, INTERRUPTED,
+    checkpoint_dirs, checkpoint_epoch, load_checkpoint, recorded_step, save_checkpoint, tidy,
+    CheckpointPolicy, Progress, RankState, INTERRUPTED,
 };
 use super::distributed::Distributed;
 use super::listeners::{ListenerStatus, ListenerView};
 use super::reproducibility::reproducibility_warnings;
 use super::{EpochReport, LearnOutput, Observer, StepProgress, TrainerContext};
 use crate::batching::memory::HeapTrimmer;
-use crate::config::{JsHookKind, LearnerConfig};
+use crate::config::{JsHookConfig, JsHookKind, LearnerConfig};
 use crate::data::Shard;
 use crate::models::draws_from_global_generator;
 use crate::runtime::{GlobalGeneratorLease, Runtime};
@@ -29,6 +30,13 @@ use crate::{Error, Result};
 /// the others first and trains data-parallel; see `learner/distributed.rs` for what the ranks
 /// share and that only rank 0 writes files.
 ///
+/// The steps: [`Placement::join`] (runtime and ranks), the initialization hooks around
+/// [`resume`] (build, restore) and [`Training::start`] (tidy the checkpoints, share the
+/// weights, the trainer's context), the memory probes, then [`Training::epochs`], each epoch
+/// [`Training::train_epoch`] (steps; an interruption checkpoints) and [`Training::end_epoch`]
+/// (metrics, validation, the stop vote, the checkpoint [`CheckpointPolicy`] asks for), and
+/// [`Training::finish`].
+///
 /// # Errors
 /// Configuration problems found while building, libtorch errors, non-finite losses or
 /// gradients, observer errors, and [`Error::Cancelled`] when `cancel` is set (checked between
@@ -39,73 +47,526 @@ pub fn learn(
     observer: &mut dyn Observer,
     cancel: &AtomicBool,
 ) -> Result<LearnOutput> {
-    let checkpoints = config.checkpointspath.as_ref().map(PathBuf::from);
     let mut warnings = Vec::new();
-    let (runtime, runtime_warnings) = Runtime::from_config(&config.fabric_config)?;
-    for message in runtime_warnings {
-        observer.warning(&message);
-        warnings.push(message);
-    }
-    // On this (the training) thread: the thread count is per thread.
-    runtime.apply()?;
-    // Before anything random-dependent is built: the samplers need this rank's shard.
-    let (dist, dist_warnings) = Distributed::join(&config.fabric_config, runtime.device)?;
-    let dist = std::rc::Rc::new(dist);
-    for message in dist_warnings {
-        observer.warning(&message);
-        warnings.push(message);
-    }
-    let shard = dist.shard()?;
-    for message in reproducibility_warnings(config, &runtime) {
-        observer.warning(&message);
-        warnings.push(message);
-    }
+    let placement = Placement::join(config, observer, &mut warnings)?;
     // Held for the whole run when the model draws from libtorch's default generators.
     let _lease = lease_global_generators(config, observer, &mut warnings);
-    let hooks = js_hooks(config);
-    let (init_hooks, step_hooks): (Vec<_>, Vec<_>) = hooks
-        .iter()
+    let (init_hooks, step_hooks): (Vec<_>, Vec<_>) = js_hooks(config)
+        .into_iter()
         .partition(|h| h.kind == JsHookKind::Initialization);
-    let start = StepProgress {
-        epoch: 0,
-        step: 0,
+    call_hooks(observer, &init_hooks, "before", config, 0, 0)?;
+    let resumed = resume(config, &placement, observer)?;
+    let (mut training, at) =
+        Training::start(config, placement, resumed, observer, warnings, step_hooks)?;
+    // The models' dropout draws from this run's generators from now on.
+    let _generators = training.run.random.activate();
+    training.probe_memory()?;
+    let step = training.ctx.step;
+    call_hooks(training.observer, &init_hooks, "after", config, 0, step)?;
+    training.epochs(at, cancel)?;
+    Ok(training.finish())
+}
+
+/// Calls the TypeScript hooks `hooks` for `phase` at `epoch` and global step `step`.
+fn call_hooks(
+    observer: &mut dyn Observer,
+    hooks: &[JsHookConfig],
+    phase: &str,
+    config: &LearnerConfig,
+    epoch: u64,
+    step: u64,
+) -> Result<()> {
+    let progress = StepProgress {
+        epoch,
+        step,
         total_steps: config.max_epochs * config.steps_per_epoch,
     };
-    for hook in &init_hooks {
-        observer.js_hook(&hook.key, "before", start)?;
+    for hook in hooks {
+        observer.js_hook(&hook.key, phase, progress)?;
     }
-    let (mut run, progress, resumed, skipped) =
-        resume(config, &runtime, shard, checkpoints.as_deref(), observer)?;
-    for (dir, err) in &skipped {
-        let message = format!("skipped checkpoint {}: {err}", dir.display());
+    Ok(())
+}
+
+/// Passes `messages` on to the observer and keeps them for the run's output.
+fn warn(observer: &mut dyn Observer, into: &mut Vec<String>, messages: Vec<String>) {
+    for message in messages {
         observer.warning(&message);
-        warnings.push(message);
+        into.push(message);
     }
-    dist.check_same_step(progress.step)?;
-    // Every rank has read the checkpoints: rank 0 may now move and delete some.
-    let mut learned_model = None;
-    if let Some(root) = checkpoints.as_deref().filter(|_| dist.is_writer()) {
-        let tidied = tidy(
-            root,
-            resumed.as_deref(),
-            &progress,
-            config.checkpoint_keep,
-            &skipped,
-        )?;
-        for message in tidied.warnings {
-            observer.warning(&message);
-            warnings.push(message);
+}
+
+/// Where this process trains: its runtime, the ranks it trains with and its share of the data.
+struct Placement {
+    runtime: Runtime,
+    dist: Rc<Distributed>,
+    shard: Shard,
+}
+
+impl Placement {
+    /// Applies the runtime on this (the training) thread, as the thread count is per thread,
+    /// and joins the other ranks: before anything random-dependent is built, as the samplers
+    /// need this rank's shard.
+    fn join(
+        config: &LearnerConfig,
+        observer: &mut dyn Observer,
+        warnings: &mut Vec<String>,
+    ) -> Result<Self> {
+        let (runtime, runtime_warnings) = Runtime::from_config(&config.fabric_config)?;
+        warn(observer, warnings, runtime_warnings);
+        runtime.apply()?;
+        let (dist, dist_warnings) = Distributed::join(&config.fabric_config, runtime.device)?;
+        warn(observer, warnings, dist_warnings);
+        let shard = dist.shard()?;
+        warn(
+            observer,
+            warnings,
+            reproducibility_warnings(config, &runtime),
+        );
+        Ok(Placement {
+            runtime,
+            dist: Rc::new(dist),
+            shard,
+        })
+    }
+}
+
+/// A checkpoint that failed to load, and why.
+type Skipped = Vec<(PathBuf, Error)>;
+
+/// The run as built and restored.
+struct Resumed {
+    run: Run,
+    progress: Progress,
+    /// The checkpoint it continues from.
+    from: Option<PathBuf>,
+    /// Those that failed to load (damaged or not fitting: never deleted, see [`tidy`]).
+    skipped: Skipped,
+}
+
+/// Builds the run and restores the newest checkpoint that loads.
+fn resume(
+    config: &LearnerConfig,
+    placement: &Placement,
+    observer: &mut dyn Observer,
+) -> Result<Resumed> {
+    let js = observer.js_data();
+    let (runtime, shard) = (&placement.runtime, placement.shard);
+    let mut resumed = Resumed {
+        run: build(config, runtime, shard, &js)?,
+        progress: Progress::default(),
+        from: None,
+        skipped: Vec::new(),
+    };
+    let Some(root) = config.checkpointspath.as_deref().map(Path::new) else {
+        return Ok(resumed);
+    };
+    let mut candidates: Vec<(u64, PathBuf)> = checkpoint_dirs(root)
+        .into_iter()
+        .map(|d| (recorded_step(&d), d))
+        .collect();
+    candidates.sort_by(|a, b| b.cmp(a));
+    for (_, dir) in candidates {
+        match load_checkpoint(&mut resumed.run, &dir, shard.rank) {
+            Ok(progress) => {
+                resumed.progress = progress;
+                resumed.from = Some(dir);
+                return Ok(resumed);
+            }
+            Err(err) => {
+                resumed.skipped.push((dir, err));
+                // A failed restore may have changed some of the run: start from a fresh one.
+                resumed.run = build(config, runtime, shard, &js)?;
+            }
         }
-        learned_model = tidied.learned_model;
     }
-    let resumed_from = resumed.map(|d| d.display().to_string());
-    if let Some(message) = dist.broadcast_parameters(run.model.as_ref())? {
-        observer.warning(&message);
-        warnings.push(message);
+    Ok(resumed)
+}
+
+/// Where the epoch loop starts: inside an epoch when resuming from an interruption.
+struct StartAt {
+    /// The last completed epoch.
+    epoch: u64,
+    /// Steps already done in the next epoch.
+    steps_in_epoch: u64,
+    /// Their summed losses.
+    partial_loss: Option<Tensor>,
+}
+
+impl StartAt {
+    fn of(progress: &Progress) -> Result<Self> {
+        Ok(StartAt {
+            epoch: progress.epoch,
+            steps_in_epoch: progress.steps_in_epoch,
+            partial_loss: match progress.partial_loss {
+                Some(v) => Some(Tensor::f_from_slice(&[v as f32])?.f_squeeze()?),
+                None => None,
+            },
+        })
     }
-    if !dist.is_writer() {
-        mute_listener_files(&mut run);
+}
+
+/// A run under way: what the steps and epochs read and change.
+struct Training<'a> {
+    config: &'a LearnerConfig,
+    observer: &'a mut dyn Observer,
+    policy: CheckpointPolicy,
+    /// The checkpoints directory, when the run has one.
+    root: Option<PathBuf>,
+    dist: Rc<Distributed>,
+    run: Run,
+    ctx: TrainerContext,
+    step_hooks: Vec<JsHookConfig>,
+    heap: HeapTrimmer,
+    output: LearnOutput,
+    warnings: Vec<String>,
+}
+
+impl<'a> Training<'a> {
+    /// Continues `resumed`: puts the checkpoints directory in order, gives every rank rank 0's
+    /// weights and sets up the trainer's context; returns where the epoch loop starts.
+    fn start(
+        config: &'a LearnerConfig,
+        placement: Placement,
+        resumed: Resumed,
+        observer: &'a mut dyn Observer,
+        mut warnings: Vec<String>,
+        step_hooks: Vec<JsHookConfig>,
+    ) -> Result<(Self, StartAt)> {
+        let Resumed {
+            mut run,
+            progress,
+            from,
+            skipped,
+        } = resumed;
+        let skips = skipped
+            .iter()
+            .map(|(dir, err)| format!("skipped checkpoint {}: {err}", dir.display()));
+        warn(observer, &mut warnings, skips.collect());
+        let dist = placement.dist;
+        dist.check_same_step(progress.step)?;
+        let policy = CheckpointPolicy::of(config);
+        let root = config.checkpointspath.as_ref().map(PathBuf::from);
+        // Every rank has read the checkpoints: rank 0 may now move and delete some.
+        let mut learned_model = None;
+        if let Some(root) = root.as_deref().filter(|_| dist.is_writer()) {
+            let tidied = tidy(root, from.as_deref(), &progress, &policy, &skipped)?;
+            warn(observer, &mut warnings, tidied.warnings);
+            learned_model = tidied.learned_model;
+        }
+        if let Some(message) = dist.broadcast_parameters(run.model.as_ref())? {
+            warn(observer, &mut warnings, vec![message]);
+        }
+        if !dist.is_writer() {
+            mute_listener_files(&mut run);
+        }
+        let ctx = trainer_context(config, &dist, &run, &progress);
+        let at = StartAt::of(&progress)?;
+        let output = LearnOutput {
+            epochs: progress.history,
+            listeners: Default::default(),
+            learned_model,
+            checkpoints: progress.checkpoints,
+            stopped: progress.stopped,
+            resumed_from: from.map(|d| d.display().to_string()),
+            warnings: Vec::new(),
+        };
+        let training = Training {
+            config,
+            observer,
+            policy,
+            root,
+            dist,
+            run,
+            ctx,
+            step_hooks,
+            heap: HeapTrimmer::new(std::time::Duration::from_secs(1)),
+            output,
+            warnings,
+        };
+        Ok((training, at))
     }
+
+    /// Memory probes run before the first step, in a sandbox: their batches never reach the
+    /// logs, and their dropout draws are taken back (a resumed run probes again).
+    fn probe_memory(&mut self) -> Result<()> {
+        let before_probes = self.run.random.states()?;
+        self.run
+            .trainer
+            .prepare(self.run.model.as_ref(), &mut self.ctx)?;
+        self.run
+            .random
+            .restore(&before_probes, "the state before the memory probes")?;
+        self.report_warnings();
+        Ok(())
+    }
+
+    /// Trains the epochs left from `at` (none once the run stopped early).
+    fn epochs(&mut self, at: StartAt, cancel: &AtomicBool) -> Result<()> {
+        let mut first_step = at.steps_in_epoch;
+        let mut partial_loss = at.partial_loss;
+        for epoch in self
+            .policy
+            .epochs_left(at.epoch, self.output.stopped.is_some())
+        {
+            let trained = self.train_epoch(epoch, first_step, partial_loss.take(), cancel)?;
+            first_step = 0;
+            if self.end_epoch(epoch, trained)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// The steps of `epoch` from `first_step` on, adding their losses to `loss_sum`. A
+    /// cancellation the ranks agree on ends it with a checkpoint inside the epoch.
+    fn train_epoch(
+        &mut self,
+        epoch: u64,
+        first_step: u64,
+        mut loss_sum: Option<Tensor>,
+        cancel: &AtomicBool,
+    ) -> Result<TrainedEpoch> {
+        self.ctx.epoch = epoch;
+        let started = Instant::now();
+        for done in first_step..self.config.steps_per_epoch {
+            let asked = cancel.load(Ordering::Relaxed);
+            if self.dist.agree_to_stop(self.ctx.step, asked)? {
+                return Err(self.interrupt(epoch, done, loss_sum.as_ref())?);
+            }
+            loss_sum = Some(self.step(epoch, done, loss_sum)?);
+        }
+        let steps_here = self.config.steps_per_epoch - first_step;
+        Ok(TrainedEpoch {
+            loss_sum,
+            steps_per_second: steps_here as f64 / started.elapsed().as_secs_f64().max(1e-9),
+        })
+    }
+
+    /// Step `done` (from 0) of `epoch` between the step hooks; returns `loss_sum` with its
+    /// loss added.
+    fn step(&mut self, epoch: u64, done: u64, loss_sum: Option<Tensor>) -> Result<Tensor> {
+        let before = self.ctx.step;
+        call_hooks(
+            self.observer,
+            &self.step_hooks,
+            "before",
+            self.config,
+            epoch,
+            before,
+        )?;
+        let loss = train_step(&mut self.run, &mut self.ctx, &self.dist)?;
+        self.heap.after_step();
+        self.report_warnings();
+        let sum = match loss_sum {
+            Some(sum) => sum.f_add(&loss)?,
+            None => loss,
+        };
+        let step = self.ctx.step;
+        call_hooks(
+            self.observer,
+            &self.step_hooks,
+            "after",
+            self.config,
+            epoch,
+            step,
+        )?;
+        let running_loss = match self.observer.wants_running_loss() {
+            true => Some(sum.f_to_kind(Kind::Double)?.f_double_value(&[])? / (done + 1) as f64),
+            false => None,
+        };
+        let after = StepProgress {
+            epoch,
+            step,
+            total_steps: self.config.max_epochs * self.config.steps_per_epoch,
+        };
+        self.observer.on_step_with_loss(after, running_loss)?;
+        Ok(sum)
+    }
+
+    /// Ends the run inside `epoch` after `done` of its steps: checkpoints there (every rank
+    /// takes part, rank 0 writes) and returns the error that says where.
+    fn interrupt(&mut self, epoch: u64, done: u64, loss_sum: Option<&Tensor>) -> Result<Error> {
+        let ranks = match &self.root {
+            Some(_) => self.dist.gather_rank_states(RankState::of(&self.run)?)?,
+            None => Vec::new(),
+        };
+        let at = Progress {
+            epoch: epoch - 1,
+            step: self.ctx.step,
+            steps_in_epoch: done,
+            partial_metrics: self.ctx.metrics_snapshot()?,
+            partial_loss: loss_sum.map(|t| t.f_double_value(&[])).transpose()?,
+            history: self.output.epochs.clone(),
+            checkpoints: self.output.checkpoints.clone(),
+            stopped: None,
+        };
+        let root = self.root.as_deref().filter(|_| self.dist.is_writer());
+        Ok(interrupt(&self.run, &at, &ranks, root))
+    }
+
+    /// The end of `epoch`: its metrics, validation, the stop vote and the checkpoint the
+    /// policy asks for; returns whether the run ends here.
+    fn end_epoch(&mut self, epoch: u64, trained: TrainedEpoch) -> Result<bool> {
+        let (loss, train) = self.epoch_metrics(epoch, &trained)?;
+        let validated = self.validate(epoch, &train)?;
+        let report = EpochReport {
+            epoch,
+            step: self.ctx.step,
+            loss,
+            train,
+            metrics: validated.metrics,
+            steps_per_second: trained.steps_per_second,
+        };
+        self.observer.on_epoch(&report)?;
+        self.output.epochs.push(report);
+        let stop = self.vote(epoch, validated.status, validated.stoppers)?;
+        let end = self.policy.at_epoch_end(epoch, stop);
+        if end.save {
+            self.checkpoint(epoch)?;
+        }
+        Ok(end.finished)
+    }
+
+    /// The epoch's loss and training metrics, averaged over the ranks (each saw an equal share
+    /// of every batch), and logged.
+    fn epoch_metrics(
+        &mut self,
+        epoch: u64,
+        trained: &TrainedEpoch,
+    ) -> Result<(f64, BTreeMap<String, f64>)> {
+        let mut loss = match &trained.loss_sum {
+            Some(sum) => {
+                let sum = sum.f_to_kind(Kind::Double)?.f_double_value(&[])?;
+                sum / self.config.steps_per_epoch as f64
+            }
+            None => f64::NAN,
+        };
+        let mut train = self.ctx.take_metrics()?;
+        train.insert("iter_per_seconds".into(), trained.steps_per_second);
+        train.insert(EPOCH_LOSS.into(), loss);
+        self.dist.average_metrics(&mut train)?;
+        loss = train.remove(EPOCH_LOSS).unwrap_or(loss);
+        if !loss.is_finite() {
+            return Err(Error::NonFinite {
+                step: self.ctx.step,
+                what: format!("the training loss of epoch {epoch} is {loss}"),
+            });
+        }
+        for (key, value) in &train {
+            self.ctx.log_scalar(&format!("train/{key}"), *value)?;
+        }
+        Ok((loss, train))
+    }
+
+    /// Calls the listeners (the model in evaluation mode) and logs what they measured.
+    fn validate(&mut self, epoch: u64, train: &BTreeMap<String, f64>) -> Result<Validated> {
+        let view = ListenerView {
+            epoch,
+            step: self.ctx.step,
+            train,
+        };
+        let mut validated = Validated {
+            status: ListenerStatus::NoDecision,
+            stoppers: Vec::new(),
+            metrics: BTreeMap::new(),
+        };
+        self.run.model.set_training(false);
+        for listener in &mut self.run.listeners {
+            let model = self.run.model.as_ref();
+            let call = listener.call(&view, model, &mut self.ctx, self.observer)?;
+            if call.status == ListenerStatus::Stop {
+                validated.stoppers.push(listener.id().to_string());
+            }
+            validated.status = validated.status.max(call.status);
+            validated.metrics.extend(call.metrics);
+        }
+        self.run.model.set_training(true);
+        self.report_warnings();
+        for (tag, value) in &validated.metrics {
+            self.ctx.log_scalar(tag, *value)?;
+        }
+        self.ctx.flush()?;
+        Ok(validated)
+    }
+
+    /// Whether the ranks stop after `epoch`: every rank validated the same weights; agreeing
+    /// still guards against a listener that decides from something rank-local (a TypeScript
+    /// listener, a timer). Records why in the output.
+    fn vote(
+        &mut self,
+        epoch: u64,
+        status: ListenerStatus,
+        mut stoppers: Vec<String>,
+    ) -> Result<bool> {
+        let stop = self.dist.any_flag(status == ListenerStatus::Stop)?;
+        if stop && stoppers.is_empty() {
+            stoppers.push("of another rank".to_string());
+        }
+        if stop {
+            self.output.stopped = Some(format!(
+                "stopped after epoch {epoch} by listener(s) {}",
+                stoppers.join(", ")
+            ));
+        }
+        Ok(stop)
+    }
+
+    /// Checkpoints the end of `epoch`, with the early stop when there was one. Every rank takes
+    /// part: rank 0 saves each rank's sampler and generators.
+    fn checkpoint(&mut self, epoch: u64) -> Result<()> {
+        let Some(root) = self.root.as_deref() else {
+            return Ok(());
+        };
+        let ranks = self.dist.gather_rank_states(RankState::of(&self.run)?)?;
+        if !self.dist.is_writer() {
+            return Ok(());
+        }
+        let at = Progress {
+            epoch,
+            step: self.ctx.step,
+            history: self.output.epochs.clone(),
+            stopped: self.output.stopped.clone(),
+            ..Progress::default()
+        };
+        let bests: Vec<u64> = self
+            .run
+            .listeners
+            .iter()
+            .flat_map(|l| l.best_epochs())
+            .collect();
+        let published = checkpoint_epoch(&self.run, at, &ranks, root, &bests, &self.policy)?;
+        self.output.learned_model = Some(published.learned_model);
+        self.output.checkpoints = published.checkpoints;
+        Ok(())
+    }
+
+    /// Passes on the warnings the trainers gave (out-of-memory replays, probes skipped, ...).
+    fn report_warnings(&mut self) {
+        let messages = self.ctx.take_warnings();
+        warn(self.observer, &mut self.warnings, messages);
+    }
+
+    /// The run's output, with the listeners' results.
+    fn finish(mut self) -> LearnOutput {
+        self.output.listeners = self
+            .run
+            .listeners
+            .iter()
+            .map(|l| (l.id().to_string(), l.output()))
+            .collect();
+        self.output.warnings = self.warnings;
+        self.output
+    }
+}
+
+/// The trainer's context of a run continuing at `progress`: logs (rank 0's), the ranks'
+/// agreement, the loss scale and the unfinished epoch's metrics.
+fn trainer_context(
+    config: &LearnerConfig,
+    dist: &Rc<Distributed>,
+    run: &Run,
+    progress: &Progress,
+) -> TrainerContext {
     let logdir = config.logpath.as_ref().filter(|_| dist.is_writer());
     let mut ctx = TrainerContext::new(logdir.map(PathBuf::from));
     if dist.world() > 1 {
@@ -115,246 +576,24 @@ pub fn learn(
     ctx.set_loss_scale(run.scaler.as_ref().map(|s| s.scale().shallow_clone()));
     ctx.step = progress.step;
     ctx.restore_metrics(&progress.partial_metrics);
-    // The models' dropout draws from this run's generators from now on.
-    let _generators = run.random.activate();
-    // Memory probes run before the first step, in a sandbox: their batches never reach the logs,
-    // and their dropout draws are taken back (a resumed run probes again).
-    let before_probes = run.random.states()?;
-    run.trainer.prepare(run.model.as_ref(), &mut ctx)?;
-    run.random
-        .restore(&before_probes, "the state before the memory probes")?;
-    report_warnings(&mut ctx, observer, &mut warnings);
-    for hook in &init_hooks {
-        observer.js_hook(
-            &hook.key,
-            "after",
-            StepProgress {
-                step: ctx.step,
-                ..start
-            },
-        )?;
-    }
-    let total_steps = config.max_epochs * config.steps_per_epoch;
-    let mut output = LearnOutput {
-        epochs: progress.history,
-        listeners: Default::default(),
-        learned_model,
-        checkpoints: progress.checkpoints,
-        stopped: None,
-        resumed_from,
-        warnings: Vec::new(),
-    };
-    let mut first_step = progress.steps_in_epoch;
-    let mut partial_loss = match progress.partial_loss {
-        Some(v) => Some(Tensor::f_from_slice(&[v as f32])?.f_squeeze()?),
-        None => None,
-    };
-    let mut heap = HeapTrimmer::new(std::time::Duration::from_secs(1));
-    for epoch in progress.epoch + 1..=config.max_epochs {
-        ctx.epoch = epoch;
-        let started = Instant::now();
-        let mut loss_sum = partial_loss.take();
-        for done in first_step..config.steps_per_epoch {
-            if dist.agree_to_stop(ctx.step, cancel.load(Ordering::Relaxed))? {
-                let ranks = match &checkpoints {
-                    Some(_) => dist.gather_rank_states(RankState::of(&run)?)?,
-                    None => Vec::new(),
-                };
-                let at = Progress {
-                    epoch: epoch - 1,
-                    step: ctx.step,
-                    steps_in_epoch: done,
-                    partial_metrics: ctx.metrics_snapshot()?,
-                    partial_loss: loss_sum
-                        .as_ref()
-                        .map(|t| t.f_double_value(&[]))
-                        .transpose()?,
-                    history: output.epochs.clone(),
-                    checkpoints: output.checkpoints.clone(),
-                };
-                let root = checkpoints.as_deref().filter(|_| dist.is_writer());
-                return Err(interrupt(&run, &at, &ranks, root));
-            }
-            let before = StepProgress {
-                epoch,
-                step: ctx.step,
-                total_steps,
-            };
-            for hook in &step_hooks {
-                observer.js_hook(&hook.key, "before", before)?;
-            }
-            let loss = train_step(&mut run, &mut ctx, &dist)?;
-            heap.after_step();
-            report_warnings(&mut ctx, observer, &mut warnings);
-            loss_sum = Some(match loss_sum {
-                Some(sum) => sum.f_add(&loss)?,
-                None => loss,
-            });
-            let after = StepProgress {
-                epoch,
-                step: ctx.step,
-                total_steps,
-            };
-            for hook in &step_hooks {
-                observer.js_hook(&hook.key, "after", after)?;
-            }
-            let running_loss = match (&loss_sum, observer.wants_running_loss()) {
-                (Some(sum), true) => {
-                    Some(sum.f_to_kind(Kind::Double)?.f_double_value(&[])? / (done + 1) as f64)
-                }
-                _ => None,
-            };
-            observer.on_step_with_loss(after, running_loss)?;
-        }
-        let steps_here = config.steps_per_epoch - first_step;
-        first_step = 0;
-        let steps_per_second = steps_here as f64 / started.elapsed().as_secs_f64().max(1e-9);
-        let mut loss = match &loss_sum {
-            Some(sum) => {
-                sum.f_to_kind(Kind::Double)?.f_double_value(&[])? / config.steps_per_epoch as f64
-            }
-            None => f64::NAN,
-        };
-        let mut train = ctx.take_metrics()?;
-        train.insert("iter_per_seconds".into(), steps_per_second);
-        // Averaged over the ranks: each saw an equal share of every batch.
-        train.insert(EPOCH_LOSS.into(), loss);
-        dist.average_metrics(&mut train)?;
-        loss = train.remove(EPOCH_LOSS).unwrap_or(loss);
-        if !loss.is_finite() {
-            return Err(Error::NonFinite {
-                step: ctx.step,
-                what: format!("the training loss of epoch {epoch} is {loss}"),
-            });
-        }
-        for (key, value) in &train {
-            ctx.log_scalar(&format!("train/{key}"), *value)?;
-        }
-
-        let view = ListenerView {
-            epoch,
-            step: ctx.step,
-            train: &train,
-        };
-        let mut status = ListenerStatus::NoDecision;
-        let mut stoppers = Vec::new();
-        let mut metrics = BTreeMap::new();
-        run.model.set_training(false);
-        for listener in &mut run.listeners {
-            let call = listener.call(&view, run.model.as_ref(), &mut ctx, observer)?;
-            if call.status == ListenerStatus::Stop {
-                stoppers.push(listener.id().to_string());
-            }
-            status = status.max(call.status);
-            metrics.extend(call.metrics);
-        }
-        run.model.set_training(true);
-        report_warnings(&mut ctx, observer, &mut warnings);
-        for (tag, value) in &metrics {
-            ctx.log_scalar(tag, *value)?;
-        }
-        ctx.flush()?;
-
-        let report = EpochReport {
-            epoch,
-            step: ctx.step,
-            loss,
-            train,
-            metrics,
-            steps_per_second,
-        };
-        observer.on_epoch(&report)?;
-        output.epochs.push(report);
-        // Every rank validated the same weights; agreeing still guards against a listener
-        // that decides from something rank-local (a TypeScript listener, a timer).
-        let stop = dist.any_flag(status == ListenerStatus::Stop)?;
-        if stop && stoppers.is_empty() {
-            stoppers.push("of another rank".to_string());
-        }
-        if stop {
-            output.stopped = Some(format!(
-                "stopped after epoch {epoch} by listener(s) {}",
-                stoppers.join(", ")
-            ));
-        }
-        let save = save_due(epoch, config.checkpoint_interval, config.max_epochs, stop);
-        if let Some(root) = checkpoints.as_deref().filter(|_| save) {
-            // Every rank takes part: rank 0 saves each rank's sampler and generators.
-            let ranks = dist.gather_rank_states(RankState::of(&run)?)?;
-            if dist.is_writer() {
-                let at = Progress {
-                    epoch,
-                    step: ctx.step,
-                    steps_in_epoch: 0,
-                    partial_metrics: Default::default(),
-                    partial_loss: None,
-                    history: output.epochs.clone(),
-                    checkpoints: Default::default(),
-                };
-                let bests: Vec<u64> = run.listeners.iter().flat_map(|l| l.best_epochs()).collect();
-                let published =
-                    checkpoint_epoch(&run, at, &ranks, root, &bests, config.checkpoint_keep)?;
-                output.learned_model = Some(published.learned_model);
-                output.checkpoints = published.checkpoints;
-            }
-        }
-        if stop {
-            break;
-        }
-    }
-    output.listeners = run
-        .listeners
-        .iter()
-        .map(|l| (l.id().to_string(), l.output()))
-        .collect();
-    output.warnings = warnings;
-    Ok(output)
+    ctx
 }
 
-/// A checkpoint that failed to load, and why.
-type Skipped = Vec<(PathBuf, Error)>;
+/// What an epoch's steps leave for its end.
+struct TrainedEpoch {
+    /// The summed step losses (None when the epoch had no step).
+    loss_sum: Option<Tensor>,
+    steps_per_second: f64,
+}
 
-/// Builds the run and restores the newest checkpoint that loads; returns the run, its progress,
-/// the checkpoint it resumed from, and those that failed to load (damaged or not fitting: never
-/// deleted, see [`tidy`]).
-fn resume(
-    config: &LearnerConfig,
-    runtime: &Runtime,
-    shard: Shard,
-    root: Option<&Path>,
-    observer: &mut dyn Observer,
-) -> Result<(Run, Progress, Option<PathBuf>, Skipped)> {
-    let js = observer.js_data();
-    let mut run = build(config, runtime, shard, &js)?;
-    let empty = Progress {
-        epoch: 0,
-        step: 0,
-        steps_in_epoch: 0,
-        partial_metrics: Default::default(),
-        partial_loss: None,
-        history: Vec::new(),
-        checkpoints: Default::default(),
-    };
-    let mut skipped = Vec::new();
-    let Some(root) = root else {
-        return Ok((run, empty, None, skipped));
-    };
-    let mut candidates: Vec<(u64, PathBuf)> = checkpoint_dirs(root)
-        .into_iter()
-        .map(|d| (recorded_step(&d), d))
-        .collect();
-    candidates.sort_by(|a, b| b.cmp(a));
-    for (_, dir) in candidates {
-        match load_checkpoint(&mut run, &dir, shard.rank) {
-            Ok(progress) => return Ok((run, progress, Some(dir), skipped)),
-            Err(err) => {
-                skipped.push((dir, err));
-                // A failed restore may have changed some of the run: start from a fresh one.
-                run = build(config, runtime, shard, &js)?;
-            }
-        }
-    }
-    Ok((run, empty, None, skipped))
+/// What the listeners said of an epoch.
+struct Validated {
+    /// Their combined vote.
+    status: ListenerStatus,
+    /// Those that voted to stop.
+    stoppers: Vec<String>,
+    /// What they measured, by tag.
+    metrics: BTreeMap<String, f64>,
 }
 
 /// Takes the process-wide lease on libtorch's default generators when the model draws from
@@ -412,14 +651,6 @@ fn optimized_parameters(run: &Run) -> Vec<Tensor> {
         .flatten()
         .map(Tensor::shallow_clone)
         .collect()
-}
-
-/// Passes on the warnings the trainers gave (out-of-memory replays, probes skipped, ...).
-fn report_warnings(ctx: &mut TrainerContext, observer: &mut dyn Observer, into: &mut Vec<String>) {
-    for message in ctx.take_warnings() {
-        observer.warning(&message);
-        into.push(message);
-    }
 }
 
 /// One optimizer step; returns the step's (detached) weighted loss. Under DDP the gradients
@@ -754,11 +985,7 @@ pub(super) mod tests {
         let at = Progress {
             epoch: 1,
             step: 20,
-            steps_in_epoch: 0,
-            partial_metrics: Default::default(),
-            partial_loss: None,
-            history: Vec::new(),
-            checkpoints: Default::default(),
+            ..Progress::default()
         };
         let target = dir.join("checkpoints").join("epoch-00000001");
         save_checkpoint(&run, &at, &[RankState::of(&run).unwrap()], &target).unwrap();

@@ -2,8 +2,8 @@
 //! in order after a crash.
 //!
 //! At the end of a checkpointed epoch: write `epoch-XXXXXXXX/` (temporary directory, manifest,
-//! rename), verify it, publish its weights as `last/`, then delete what [`retention`] gave up
-//! and the `interrupted/` checkpoint it supersedes. A crash before the rename leaves the
+//! rename), verify it, publish its weights as `last/`, then delete what retention gave up
+//! and the `interrupted/` checkpoint it supersedes (the decisions are [`CheckpointPolicy`]'s). A crash before the rename leaves the
 //! previous checkpoints untouched; a crash after it leaves a complete checkpoint that resume
 //! takes, and [`tidy`] finishes the publication and the deletions.
 
@@ -12,9 +12,9 @@ use std::path::{Path, PathBuf};
 
 use super::faults::{check, Stage};
 use super::{
-    epoch_checkpoints, epoch_dir_name, leftovers, model_file, quarantine, remove_temporaries,
-    retention, save_checkpoint, verify_checkpoint_dir, write_checkpoint_dir, Progress, RankState,
-    MODEL,
+    epoch_checkpoints, epoch_dir_name, model_file, quarantine, remove_temporaries, save_checkpoint,
+    verify_checkpoint_dir, write_checkpoint_dir, CheckpointPolicy, LearnedModel, Progress,
+    RankState, ResumePoint, MODEL,
 };
 use crate::learner::build::Run;
 use crate::{Error, Result};
@@ -41,8 +41,8 @@ pub(crate) struct Published {
 }
 
 /// Checkpoints the end of epoch `at.epoch` under `root`: the checkpoint (with the state of every
-/// rank, `ranks`), then `last/`, then retention's deletions (`keep` = `checkpoint_keep`,
-/// `bests` the listeners' best epochs). `at.checkpoints` is replaced by the kept ones.
+/// rank, `ranks`), then `last/`, then retention's deletions (`bests` the listeners' best
+/// epochs). `at.checkpoints` is replaced by the kept ones.
 ///
 /// # Errors
 /// [`Error::Io`] or [`Error::Checkpoint`] when a write, the verification or a deletion fails;
@@ -53,9 +53,9 @@ pub(crate) fn checkpoint_epoch(
     ranks: &[RankState],
     root: &Path,
     bests: &[u64],
-    keep: Option<u64>,
+    policy: &CheckpointPolicy,
 ) -> Result<Published> {
-    let plan = retention(at.epoch, &epoch_checkpoints(root), bests, keep);
+    let plan = policy.retention(at.epoch, &epoch_checkpoints(root), bests);
     // The checkpoint advertises only what is kept, itself included.
     at.checkpoints = advertised(root, &plan.kept);
     let dir = root.join(epoch_dir_name(at.epoch));
@@ -120,8 +120,8 @@ pub(crate) struct Tidied {
 /// Puts the checkpoints directory `root` in order at the start of a run that resumed from
 /// `resumed` (at `progress`), or started afresh: removes what killed saves left, moves the
 /// checkpoints that failed to load (`skipped`, with why) out of resume's way while keeping
-/// them, deletes the checkpoints the crashed run had given up (`keep` = `checkpoint_keep`),
-/// and publishes `last/` again when a crash interrupted its publication.
+/// them, deletes the checkpoints the crashed run had given up, and publishes `last/` again
+/// when a crash interrupted its publication (see [`CheckpointPolicy::after_resume`]).
 ///
 /// # Errors
 /// [`Error::Io`] when a removal, rename or copy fails.
@@ -129,7 +129,7 @@ pub(crate) fn tidy(
     root: &Path,
     resumed: Option<&Path>,
     progress: &Progress,
-    keep: Option<u64>,
+    policy: &CheckpointPolicy,
     skipped: &[(PathBuf, Error)],
 ) -> Result<Tidied> {
     let mut tidied = Tidied::default();
@@ -142,20 +142,28 @@ pub(crate) fn tidy(
             kept.display()
         ));
     }
+    // A fresh start has nothing more to finish.
     let Some(resumed) = resumed else {
         return Ok(tidied);
     };
-    let advertised: Vec<u64> = progress.checkpoints.keys().copied().collect();
-    for epoch in leftovers(progress.epoch, &advertised, &epoch_checkpoints(root), keep) {
+    let at = ResumePoint {
+        epoch: progress.epoch,
+        step: progress.step,
+        interrupted: resumed.file_name().is_some_and(|n| n == INTERRUPTED),
+        advertised: progress.checkpoints.keys().copied().collect(),
+    };
+    let last = root.join(LAST);
+    let last_step = verify_checkpoint_dir(&last)
+        .is_ok()
+        .then(|| recorded_step(&last));
+    let plan = policy.after_resume(Some(&at), &epoch_checkpoints(root), last_step);
+    for epoch in plan.delete {
         remove_dir(&root.join(epoch_dir_name(epoch)))?;
     }
-    let last = root.join(LAST);
-    let is_epoch_checkpoint = resumed.file_name().is_some_and(|n| n != INTERRUPTED);
-    let current = verify_checkpoint_dir(&last).is_ok();
-    if is_epoch_checkpoint && (!current || recorded_step(&last) != progress.step) {
-        tidied.learned_model = Some(publish_last(resumed, &last)?);
-    } else if current {
-        tidied.learned_model = Some(model_file(&last));
-    }
+    tidied.learned_model = match plan.learned_model {
+        LearnedModel::Republish => Some(publish_last(resumed, &last)?),
+        LearnedModel::Last => Some(model_file(&last)),
+        LearnedModel::None => None,
+    };
     Ok(tidied)
 }

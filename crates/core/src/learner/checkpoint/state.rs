@@ -12,8 +12,8 @@ use crate::optim::copy_into;
 use crate::runtime::{GeneratorStates, ScalerState};
 use crate::{Error, Result};
 
-/// Where the loop stands when a checkpoint is taken.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// Where the loop stands when a checkpoint is taken (by default: before the first step).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub(crate) struct Progress {
     /// Last completed epoch (0 before the first).
     pub epoch: u64,
@@ -29,6 +29,10 @@ pub(crate) struct Progress {
     pub history: Vec<EpochReport>,
     /// Checkpointed epochs' model weights.
     pub checkpoints: BTreeMap<u64, String>,
+    /// Why the run stopped early, once it did: a run resuming from here trains no further.
+    /// Checkpoints written before this field existed have none (not stopped).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
 }
 
 /// What differs between the ranks of a data-parallel run: each samples its own share of the
@@ -249,4 +253,27 @@ fn restore_generators(run: &Run, dir: &Path, state: &StateFile, rank: usize) -> 
         })
         .collect::<Result<GeneratorStates>>()?;
     run.random.restore(&streams, &what)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn progress_written_before_early_stops_were_recorded_reads_as_not_stopped() {
+        let older = r#"{"epoch":2,"step":40,"steps_in_epoch":0,"partial_metrics":{},
+            "partial_loss":null,"history":[],"checkpoints":{}}"#;
+        let progress: Progress = serde_json::from_str(older).unwrap();
+        assert_eq!((progress.epoch, progress.stopped.as_deref()), (2, None));
+        // Not stopped: written as before; stopped: read back.
+        let text = serde_json::to_string(&progress).unwrap();
+        assert!(!text.contains("stopped"), "{text}");
+        let stopped = Progress {
+            stopped: Some("stopped after epoch 2 by listener(s) heldout".into()),
+            ..progress
+        };
+        let back: Progress =
+            serde_json::from_str(&serde_json::to_string(&stopped).unwrap()).unwrap();
+        assert_eq!(back.stopped, stopped.stopped);
+    }
 }
