@@ -48,7 +48,7 @@ config_enum! {
         /// `xpm_torch.data.SyntheticTokenTriplets`.
         SyntheticTokenTriplets(SyntheticTripletsConfig) = "xpm_torch.data.SyntheticTokenTriplets",
         /// A dataset held in TypedArrays on the JavaScript side.
-        Js(super::JsDatasetConfig) = "xpm_torch.data.JsDataset",
+        Js(super::JsObjectConfig) = "xpm_torch.js.JsObject",
     }
 }
 

@@ -62,7 +62,7 @@ pub fn learn(
     }
     // Held for the whole run when the model draws from libtorch's default generators.
     let _lease = lease_global_generators(config, observer, &mut warnings);
-    let hooks = js_hooks(config);
+    let hooks = js_hooks(config)?;
     let (init_hooks, step_hooks): (Vec<_>, Vec<_>) = hooks
         .iter()
         .partition(|h| h.kind == JsHookKind::Initialization);
