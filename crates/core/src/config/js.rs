@@ -43,3 +43,65 @@ impl JsObjectConfig {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::config::DimsProviderConfig;
+
+    fn object() -> JsObjectConfig {
+        serde_json::from_value(json!({
+            "key": "0:t.Vote", "class": "t.Vote", "kind": "listener", "params": { "id": "vote" }
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_parameter_is_read_as_its_type_or_named_in_the_error() {
+        assert_eq!(
+            object()
+                .param::<String>("id", "learner.listeners[1]")
+                .unwrap(),
+            "vote"
+        );
+        let err = object()
+            .param::<u64>("id", "learner.listeners[1]")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("learner.listeners[1].id: id (a parameter of t.Vote)"),
+            "{err}"
+        );
+        let missing = object()
+            .param::<u64>("at", "learner.listeners[1]")
+            .unwrap_err()
+            .to_string();
+        assert!(missing.starts_with("learner.listeners[1].at:"), "{missing}");
+    }
+
+    #[test]
+    fn a_dims_provider_written_in_typescript_gives_its_probe_points() {
+        let provider: DimsProviderConfig = serde_json::from_value(json!({
+            "__xpmtype__": JS_OBJECT, "key": "2:t.Dims", "class": "t.Dims", "kind": "pairwise",
+            "params": { "probe_dims": [
+                { "__xpmtype__": "xpm_torch.batchers.ProbePoint", "values": { "bs": 4 } }
+            ] }
+        }))
+        .unwrap();
+        let probes = provider.probe_dims("b.dims_provider").unwrap();
+        assert_eq!(probes.len(), 1);
+        assert_eq!(probes[0].values["bs"], 4);
+        let DimsProviderConfig::Js(mut js) = provider else {
+            panic!("not read as a TypeScript object");
+        };
+        js.params
+            .insert("probe_dims".into(), json!([{ "values": { "bs": 4 } }]));
+        let err = DimsProviderConfig::Js(js)
+            .probe_dims("b.dims_provider")
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("b.dims_provider.probe_dims:"), "{err}");
+    }
+}
