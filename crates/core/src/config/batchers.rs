@@ -51,7 +51,7 @@ config_enum! {
         Builtin(BatchDimsProviderConfig) = "xpm_torch.batchers.BatchDimsProvider",
         /// A provider written in TypeScript, whose `computeBatchDims` and `buildProbeBatch`
         /// run on the JavaScript side.
-        Js(JsObjectConfig) = "xpm_torch.js.JsObject",
+        Js(Box<JsObjectConfig>) = "xpm_torch.js.JsObject",
     }
 }
 
