@@ -26,7 +26,7 @@ describe("xpm-torch wire", () => {
     const Vote = defineListener("tests.Vote", {}, { call: () => "NO_DECISION" });
     const config = Learner.C({ ...runnerDemo(), listeners: [Vote.C({ id: "vote" })] });
     expect(() => coreConfigJson(config)).toThrow(ConfigError);
-    expect(() => coreConfigJson(config)).toThrow(/runs parts in JavaScript \(vote\)/);
+    expect(() => coreConfigJson(config)).toThrow(/runs parts in JavaScript \(listener tests\.Vote\)/);
   });
 
   it("sends ModuleLoader initialisation tasks as __init_tasks__ and refuses other tasks", () => {

@@ -3,35 +3,25 @@
 // them (see docs/architecture.md): reports nobody waits on, and foreign calls answered by a
 // Promise the training thread waits on.
 import { TYPE_KEY, configClassOf } from "./config/class.js";
-import { InMemoryLtrDataset } from "./config/classes/builtin.js";
 import { ModuleLoader } from "./config/classes/module.js";
 import { initTasksOf } from "./config/identity.js";
-import { JS_DATASET, JS_HOOK, JS_LISTENER, JS_SAMPLER, type Wire, toWire } from "./config/wire.js";
-import { type HookBehaviour, type HookState, hookBehaviour } from "./hooks.js";
+import { JS_OBJECT, type Wire, toWire } from "./config/wire.js";
 import type { EpochReport, StepProgress } from "./learn-types.js";
 import { ConfigError, unwrapOutcome } from "./errors.js";
-import { type ListenerBehaviour, type ListenerModel, type ListenerState, listenerBehaviour, toReply } from "./listeners.js";
+import { type Answer, registeredBehaviour } from "./extensions.js";
+import type { ListenerModel } from "./listeners.js";
 import { scoreRows } from "./model.js";
 import type { ForeignCall, ForeignReply, LearnRun, NativeBinding } from "./native.js";
-import {
-  type DimsProviderBehaviour,
-  type Packed,
-  RecordStream,
-  type SamplerKind,
-  dimsProviderBehaviour,
-  packRecords,
-  packedDataset,
-  samplerBehaviour,
-  unpackRecords,
-} from "./samplers.js";
 
-/** What runs on the JavaScript side of one run: listeners by id, hooks, samplers and datasets by key. */
+/** One object written in TypeScript in a run: what it is (for messages) and its answers. */
+interface Part {
+  readonly what: string;
+  readonly answer: Answer;
+}
+
+/** What runs on the JavaScript side of one run: its objects written in TypeScript, by key. */
 export interface JsSide {
-  readonly listeners: Map<string, { config: object; behaviour: ListenerBehaviour<object> }>;
-  readonly hooks: Map<string, { config: object; behaviour: HookBehaviour<object> }>;
-  readonly samplers: Map<string, { kind: SamplerKind; stream: RecordStream }>;
-  readonly datasets: Map<string, object>;
-  readonly providers: Map<string, { config: object; behaviour: DimsProviderBehaviour<object, SamplerKind> }>;
+  readonly parts: Map<string, Part>;
   /** The Learner's seed, given to samplers. */
   readonly seed: number;
   /** What the user's code threw first, rethrown as it is by `learn()`. */
@@ -39,44 +29,22 @@ export interface JsSide {
 }
 
 export function emptySide(seed: number): JsSide {
-  return { listeners: new Map(), hooks: new Map(), samplers: new Map(), datasets: new Map(), providers: new Map(), seed };
+  return { parts: new Map(), seed };
 }
 
-/** Stand-ins for what is written in TypeScript, registered in `side` as they are met. */
-function standIns(side: JsSide): (config: object) => Wire | undefined {
-  return (config): Wire | undefined => {
+/**
+ * Stand-ins for what is written in TypeScript, registered in `side` as they are met: every one
+ * of the same shape (see `registerBehaviour` in ts/extensions.ts and `JsObjectConfig` in the core).
+ */
+function standIns(side: JsSide): (config: object, params: () => Wire) => Wire | undefined {
+  return (config, params): Wire | undefined => {
+    const registered = registeredBehaviour(config);
+    if (!registered) return undefined;
+    const { extension, behaviour } = registered;
     const typeId = configClassOf(config)?.typeId ?? "";
-    const listener = listenerBehaviour(config);
-    if (listener) {
-      const id = (config as { id: string }).id;
-      side.listeners.set(id, { config, behaviour: listener });
-      return { [TYPE_KEY]: JS_LISTENER, id, class: typeId };
-    }
-    const sampler = samplerBehaviour(config);
-    if (sampler) {
-      const key = `${side.samplers.size}:${typeId}`;
-      side.samplers.set(key, { kind: sampler.kind, stream: new RecordStream(config, sampler, side.seed) });
-      return { [TYPE_KEY]: JS_SAMPLER, key, class: typeId, kind: sampler.kind };
-    }
-    const provider = dimsProviderBehaviour(config);
-    if (provider) {
-      const key = `${side.providers.size}:${typeId}`;
-      side.providers.set(key, { config, behaviour: provider });
-      const probes = [...(config as { probe_dims: ReadonlySet<object> }).probe_dims].map((p) => toWire(p));
-      return { [TYPE_KEY]: "xpm_torch.batchers.BatchDimsProvider", probe_dims: probes, js_key: key };
-    }
-    if (InMemoryLtrDataset.is(config)) {
-      const key = `${side.datasets.size}:${config.id}`;
-      side.datasets.set(key, config);
-      return { [TYPE_KEY]: JS_DATASET, key };
-    }
-    const hook = hookBehaviour(config);
-    if (hook) {
-      const key = `${side.hooks.size}:${typeId}`;
-      side.hooks.set(key, { config, behaviour: hook });
-      return { [TYPE_KEY]: JS_HOOK, key, class: typeId, kind: hook.kind };
-    }
-    return undefined;
+    const key = `${side.parts.size}:${typeId}`;
+    side.parts.set(key, { what: `${extension.name} ${typeId}`, answer: extension.answerer(config, behaviour, side.seed) });
+    return { [TYPE_KEY]: JS_OBJECT, key, class: typeId, kind: extension.kindOf(behaviour), params: params() };
   };
 }
 
@@ -96,16 +64,10 @@ export function learnerWireOf(config: object, paths: Parameters<typeof toWire>[1
   return wire;
 }
 
-/** Every stand-in's key: what the core cannot run without Node. */
+/** What of the run is written in TypeScript (what the core cannot run without Node). */
 export function javaScriptParts(side: JsSide): string[] {
-  return [side.listeners, side.hooks, side.samplers, side.datasets, side.providers].flatMap((m) => [...m.keys()]);
+  return [...side.parts.values()].map((part) => part.what);
 }
-
-type DataRequest =
-  | { kind: "dataset"; key: string }
-  | { kind: "records"; key: string; start: number; count: number; rank: number; world: number }
-  | { kind: "dims"; key: string; records: Record<string, unknown> }
-  | { kind: "probe"; key: string; dims: Record<string, number> };
 
 /** What the user gave `learn()` that the bridge calls. */
 export interface RunCallbacks {
@@ -114,62 +76,17 @@ export interface RunCallbacks {
   readonly onWarning: (message: string) => void;
 }
 
-const packedReply = (packed: Packed): ForeignReply => ({ json: JSON.stringify(packed.json), floats: packed.floats, ints: packed.ints });
-
-function must<T>(found: T | undefined, what: string, key: string): T {
-  if (found === undefined) throw new Error(`no TypeScript ${what} with key ${JSON.stringify(key)}`);
-  return found;
-}
-
-/** Records of a TypeScript sampler, the arrays of an in-memory dataset, or a dims provider's answer. */
-async function answerData(side: JsSide, request: DataRequest, call: ForeignCall): Promise<ForeignReply> {
-  if (request.kind === "dataset") {
-    const config = side.datasets.get(request.key);
-    const packed = config && packedDataset(config);
-    if (!packed) throw new Error(`no arrays for in-memory dataset ${JSON.stringify(request.key)}: create it with inMemoryLtrDataset({...})`);
-    return packedReply(packed);
-  }
-  if (request.kind === "dims" || request.kind === "probe") {
-    const provider = must(side.providers.get(request.key), "dims provider", request.key);
-    if (request.kind === "probe") {
-      const records = provider.behaviour.buildProbeBatch(provider.config, request.dims);
-      return packedReply(packRecords(provider.behaviour.kind, [...records]));
-    }
-    const records = unpackRecords({ json: request.records, floats: call.floats, ints: call.ints });
-    const dims = provider.behaviour.computeBatchDims(provider.config, records as never);
-    for (const [name, value] of Object.entries(dims)) {
-      if (!Number.isInteger(value) || value < 0) throw new Error(`computeBatchDims gave ${name} = ${value}, not a whole number`);
-    }
-    return { json: JSON.stringify(dims) };
-  }
-  const sampler = must(side.samplers.get(request.key), "sampler", request.key);
-  const records = await sampler.stream.take(request.start, request.count, request.rank, request.world);
-  return packedReply(packRecords(sampler.kind, records));
-}
-
+/** The end of an epoch goes to `onEpoch`; every other call is about an object, by its key. */
 async function dispatch(side: JsSide, callbacks: RunCallbacks, model: ListenerModel, call: ForeignCall): Promise<ForeignReply> {
   const request = JSON.parse(call.json) as Record<string, unknown>;
-  switch (call.kind) {
-    case "epoch":
-      callbacks.onEpoch?.(request as unknown as EpochReport);
-      return {};
-    case "listener": {
-      const { id, state } = request as { id: string; state: Omit<ListenerState, "model"> };
-      const listener = must(side.listeners.get(id), "listener", id);
-      const reply = toReply(await listener.behaviour.call(listener.config, { ...state, model }));
-      return { json: JSON.stringify({ ...reply, output: reply.output ?? null }) };
-    }
-    case "hook": {
-      const { key, phase, progress } = request as { key: string; phase: "before" | "after"; progress: HookState };
-      const hook = must(side.hooks.get(key), "hook", key);
-      await hook.behaviour[phase]?.(hook.config, progress);
-      return {};
-    }
-    case "data":
-      return answerData(side, request as unknown as DataRequest, call);
-    default:
-      throw new Error(`the core made an unknown call ${JSON.stringify(call.kind)}`);
+  if (call.kind === "epoch") {
+    callbacks.onEpoch?.(request as unknown as EpochReport);
+    return {};
   }
+  const key = request.key;
+  const part = typeof key === "string" ? side.parts.get(key) : undefined;
+  if (!part) throw new Error(`the core made a ${JSON.stringify(call.kind)} call about ${JSON.stringify(key)}, no TypeScript object of this run`);
+  return part.answer({ request, floats: call.floats, ints: call.ints, model });
 }
 
 /**

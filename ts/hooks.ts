@@ -1,6 +1,7 @@
-import { type ClassOptions, type Config, type ConfigClass, defineConfig, lookupByClass } from "./config/class.js";
+import { type ClassOptions, type Config, type ConfigClass, defineConfig } from "./config/class.js";
 import { InitializationTrainingHook, StepTrainingHook } from "./config/classes/hooks.js";
 import type { Params, ValuesOf } from "./config/declare.js";
+import { type Extension, registerBehaviour } from "./extensions.js";
 
 /** Where the run is when a hook is called. */
 export interface HookState {
@@ -20,7 +21,16 @@ export interface HookBehaviour<V> {
   after?(self: V, state: HookState): void | Promise<void>;
 }
 
-const behaviours = new WeakMap<object, HookBehaviour<never>>();
+/** Hooks: the core calls `{ key, phase, progress }` before and after what the kind says. */
+const hooks: Extension<HookBehaviour<object>> = {
+  name: "hook",
+  kindOf: (behaviour) => behaviour.kind,
+  answerer: (config, behaviour) => async ({ request }) => {
+    const { phase, progress } = request as { phase: "before" | "after"; progress: HookState };
+    await behaviour[phase]?.(config, progress);
+    return {};
+  },
+};
 
 /**
  * Declares a training hook class whose behaviour is written in TypeScript; put its
@@ -34,11 +44,6 @@ export function defineHook<const Id extends string, P extends Params>(
 ): ConfigClass<Id, P> {
   const parent = behaviour.kind === "step" ? StepTrainingHook : InitializationTrainingHook;
   const cls = defineConfig(typeId, params, { ...options, extends: parent } as never) as unknown as ConfigClass<Id, P>;
-  behaviours.set(cls, behaviour as HookBehaviour<never>);
+  registerBehaviour(cls, hooks, behaviour as HookBehaviour<object>);
   return cls;
-}
-
-/** The TypeScript behaviour of a hook configuration, if it has one. */
-export function hookBehaviour(config: object): HookBehaviour<object> | undefined {
-  return lookupByClass(behaviours, config) as HookBehaviour<object> | undefined;
 }

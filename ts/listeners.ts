@@ -1,7 +1,8 @@
-import { type ClassOptions, type ConfigClass, defineConfig, lookupByClass } from "./config/class.js";
+import { type ClassOptions, type ConfigClass, defineConfig } from "./config/class.js";
 import { LearnerListener } from "./config/classes/learner.js";
 import type { Params, ValuesOf } from "./config/declare.js";
 import type { Config } from "./config/class.js";
+import { type Extension, registerBehaviour } from "./extensions.js";
 import type { FeatureRecords, TokenPair } from "./model.js";
 
 /** A listener's vote: training stops when one says STOP and none says DONT_STOP. */
@@ -45,8 +46,16 @@ export interface ListenerBehaviour<V> {
   call(self: V, state: ListenerState): ListenerDecision | ListenerReply | Promise<ListenerDecision | ListenerReply>;
 }
 
-type AnyBehaviour = ListenerBehaviour<never>;
-const behaviours = new WeakMap<object, AnyBehaviour>();
+/** Listeners: the core calls `{ key, state }` after every epoch and reads the reply's vote. */
+const listeners: Extension<ListenerBehaviour<object>> = {
+  name: "listener",
+  kindOf: () => "listener",
+  answerer: (config, behaviour) => async ({ request, model }) => {
+    const state = request.state as Omit<ListenerState, "model">;
+    const reply = toReply(await behaviour.call(config, { ...state, model }));
+    return { json: JSON.stringify({ ...reply, output: reply.output ?? null }) };
+  },
+};
 
 /**
  * Declares a listener class whose behaviour is written in TypeScript. The Rust loop calls it
@@ -60,13 +69,8 @@ export function defineListener<const Id extends string, P extends Params>(
   options: Omit<ClassOptions<ListenerParams<P>>, "extends"> = {},
 ): ConfigClass<Id, ListenerParams<P>> {
   const cls = defineConfig(typeId, params, { ...options, extends: LearnerListener } as never) as unknown as ConfigClass<Id, ListenerParams<P>>;
-  behaviours.set(cls, behaviour as AnyBehaviour);
+  registerBehaviour(cls, listeners, behaviour as ListenerBehaviour<object>);
   return cls;
-}
-
-/** The TypeScript behaviour of a listener configuration, if it has one. */
-export function listenerBehaviour(config: object): ListenerBehaviour<object> | undefined {
-  return lookupByClass(behaviours, config) as ListenerBehaviour<object> | undefined;
 }
 
 /** Normalises what a behaviour returned. */

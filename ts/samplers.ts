@@ -1,9 +1,11 @@
-import { type ClassOptions, type Config, type ConfigClass, defineConfig, lookupByClass } from "./config/class.js";
+import { type ClassOptions, type Config, type ConfigClass, defineConfig } from "./config/class.js";
 import { Sampler } from "./config/classes/base.js";
 import { BatchDimsProvider } from "./config/classes/batchers.js";
 import { InMemoryLtrDataset } from "./config/classes/builtin.js";
 import type { ConfigOf } from "./config/class.js";
 import type { Params, ValuesOf } from "./config/declare.js";
+import { type Extension, registerBehaviour } from "./extensions.js";
+import type { ForeignReply } from "./native.js";
 
 /** Record kinds a sampler written in TypeScript can yield. */
 export type SamplerKind = "pairwise" | "pointwise" | "triplets";
@@ -51,8 +53,21 @@ export interface SamplerBehaviour<V, K extends SamplerKind> {
   records(self: V, context: SamplerContext): AsyncIterable<RecordOf<K>> | Iterable<RecordOf<K>>;
 }
 
-type AnyBehaviour = SamplerBehaviour<never, SamplerKind>;
-const behaviours = new WeakMap<object, AnyBehaviour>();
+/**
+ * Samplers: the core asks `{ kind: "records", key, start, count, rank, world }` and reads the
+ * records packed (its stand-in's `kind` is the record kind).
+ */
+const samplers: Extension<SamplerBehaviour<object, SamplerKind>> = {
+  name: "sampler",
+  kindOf: (behaviour) => behaviour.kind,
+  answerer: (config, behaviour, seed) => {
+    const stream = new RecordStream(config, behaviour, seed);
+    return async ({ request }) => {
+      const { start, count, rank, world } = request as { start: number; count: number; rank: number; world: number };
+      return packedReply(packRecords(behaviour.kind, await stream.take(start, count, rank, world)));
+    };
+  },
+};
 
 /** Declares a sampler class whose records come from a (possibly async) generator in TypeScript. */
 export function defineSampler<const Id extends string, P extends Params, K extends SamplerKind>(
@@ -62,13 +77,8 @@ export function defineSampler<const Id extends string, P extends Params, K exten
   options: Omit<ClassOptions<P>, "extends"> = {},
 ): ConfigClass<Id, P> {
   const cls = defineConfig(typeId, params, { ...options, extends: Sampler } as never) as unknown as ConfigClass<Id, P>;
-  behaviours.set(cls, behaviour as AnyBehaviour);
+  registerBehaviour(cls, samplers, behaviour as SamplerBehaviour<object, SamplerKind>);
   return cls;
-}
-
-/** The TypeScript behaviour of a sampler configuration, if it has one. */
-export function samplerBehaviour(config: object): SamplerBehaviour<object, SamplerKind> | undefined {
-  return lookupByClass(behaviours, config) as SamplerBehaviour<object, SamplerKind> | undefined;
 }
 
 /** Arrays of a dataset held in memory. */
@@ -94,7 +104,22 @@ export interface Packed {
   readonly ints?: Readonly<Record<string, Int32Array>>;
 }
 
+/** Packed records or arrays as the reply to a call of the core. */
+const packedReply = (packed: Packed): ForeignReply => ({ json: JSON.stringify(packed.json), floats: packed.floats, ints: packed.ints });
+
 const arrays = new WeakMap<object, Packed>();
+
+/** In-memory datasets: the core asks `{ kind: "dataset", key }` once, when it builds the run. */
+const inMemoryDatasets: Extension<undefined> = {
+  name: "in-memory dataset",
+  kindOf: () => "ltr",
+  answerer: (config) => () => {
+    const packed = arrays.get(config);
+    if (!packed) throw new Error(`no arrays for in-memory dataset ${JSON.stringify((config as { id: string }).id)}: create it with inMemoryLtrDataset({...})`);
+    return packedReply(packed);
+  },
+};
+registerBehaviour(InMemoryLtrDataset, inMemoryDatasets, undefined);
 
 /** A learning-to-rank dataset held in TypedArrays, copied once to the core when a run starts. */
 export function inMemoryLtrDataset(data: InMemoryArrays): ConfigOf<typeof InMemoryLtrDataset> {
@@ -127,11 +152,6 @@ export function inMemoryLtrDataset(data: InMemoryArrays): ConfigOf<typeof InMemo
     ints: { relevance: Int32Array.from(relevance), queryBounds: Int32Array.from(queryBounds) },
   });
   return config;
-}
-
-/** The arrays of an in-memory dataset, as the core reads them. */
-export function packedDataset(config: object): Packed | undefined {
-  return arrays.get(config);
 }
 
 /** Rows of the same width, one after the other. */
@@ -277,8 +297,26 @@ export interface DimsProviderBehaviour<V, K extends SamplerKind> {
   buildProbeBatch(self: V, dims: Readonly<Record<string, number>>): readonly RecordOf<K>[];
 }
 
-type AnyDimsBehaviour = DimsProviderBehaviour<never, SamplerKind>;
-const dimsBehaviours = new WeakMap<object, AnyDimsBehaviour>();
+/**
+ * Dims providers: the core asks `{ kind: "probe", key, dims }` for a probe batch, and
+ * `{ kind: "dims", key, records }` (with the records' arrays) for the variables of records.
+ */
+const dimsProviders: Extension<DimsProviderBehaviour<object, SamplerKind>> = {
+  name: "dims provider",
+  kindOf: (behaviour) => behaviour.kind,
+  answerer: (config, behaviour) => ({ request, floats, ints }) => {
+    if (request.kind === "probe") {
+      const records = behaviour.buildProbeBatch(config, request.dims as Record<string, number>);
+      return packedReply(packRecords(behaviour.kind, [...records]));
+    }
+    const records = unpackRecords({ json: request.records as Record<string, unknown>, floats, ints });
+    const dims = behaviour.computeBatchDims(config, records as never);
+    for (const [name, value] of Object.entries(dims)) {
+      if (!Number.isInteger(value) || value < 0) throw new Error(`computeBatchDims gave ${name} = ${value}, not a whole number`);
+    }
+    return { json: JSON.stringify(dims) };
+  },
+};
 
 /**
  * Declares a `BatchDimsProvider` whose `computeBatchDims` and `buildProbeBatch` are written in
@@ -295,13 +333,8 @@ export function defineBatchDimsProvider<const Id extends string, P extends Param
     Id,
     (typeof BatchDimsProvider)["params"] & P
   >;
-  dimsBehaviours.set(cls, behaviour as AnyDimsBehaviour);
+  registerBehaviour(cls, dimsProviders, behaviour as DimsProviderBehaviour<object, SamplerKind>);
   return cls;
-}
-
-/** The TypeScript behaviour of a dims provider configuration, if it has one. */
-export function dimsProviderBehaviour(config: object): DimsProviderBehaviour<object, SamplerKind> | undefined {
-  return lookupByClass(dimsBehaviours, config) as DimsProviderBehaviour<object, SamplerKind> | undefined;
 }
 
 const rowsOf = (values: Float32Array, count: number): Float32Array[] => {

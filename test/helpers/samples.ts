@@ -223,5 +223,5 @@ export const SAMPLES: Record<string, () => object> = {
 
 /** Concrete classes that cannot be built yet, and why. */
 export const UNBUILDABLE: Record<string, string> = {
-  "xpm_torch.data.InMemoryLtrDataset": "its arrays live in JavaScript: the core receives it as a JsDataset stand-in",
+  "xpm_torch.data.InMemoryLtrDataset": "its arrays live in JavaScript: the core receives it as a stand-in (xpm_torch.js.JsObject)",
 };

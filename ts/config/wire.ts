@@ -1,11 +1,8 @@
 import { TYPE_KEY, configClassOf } from "./class.js";
 import type { GeneratedPaths } from "./identity.js";
 
-/** The type ids under which the core runs listeners and hooks written in TypeScript. */
-export const JS_LISTENER = "xpm_torch.listeners.JsListener";
-export const JS_HOOK = "xpm_torch.hooks.JsHook";
-export const JS_SAMPLER = "xpm_torch.samplers.JsSampler";
-export const JS_DATASET = "xpm_torch.data.JsDataset";
+/** The type id of the stand-in of every object written in TypeScript (see ts/extensions.ts). */
+export const JS_OBJECT = "xpm_torch.js.JsObject";
 
 export type Wire = null | boolean | number | string | Wire[] | { [key: string]: Wire };
 
@@ -14,7 +11,11 @@ export type Wire = null | boolean | number | string | Wire[] | { [key: string]: 
  * whose first key is its type id, sets as arrays, unset optional values left out, and the
  * generated paths of the job filled in.
  */
-export function toWire(config: object, paths?: GeneratedPaths, standIn: (config: object) => Wire | undefined = () => undefined): Wire {
+export function toWire(
+  config: object,
+  paths?: GeneratedPaths,
+  standIn: (config: object, params: () => { [key: string]: Wire }) => Wire | undefined = () => undefined,
+): Wire {
   const seen = new Set<object>();
   const value = (v: unknown): Wire | undefined => {
     if (v === undefined) return undefined;
@@ -27,18 +28,17 @@ export function toWire(config: object, paths?: GeneratedPaths, standIn: (config:
     if (seen.has(config)) throw new TypeError("a configuration that contains itself cannot be sent to the core");
     seen.add(config);
     const cls = configClassOf(config);
+    const params = (): { [key: string]: Wire } => {
+      const out: { [key: string]: Wire } = {};
+      const record = config as Record<string, unknown>;
+      for (const [name, { spec }] of Object.entries(cls?.params ?? {})) {
+        const v = spec.kind === "generated" ? paths?.get(config)?.get(name) : value(record[name]);
+        if (v !== undefined) out[name] = v;
+      }
+      return out;
+    };
     // What is written in JavaScript goes to the core as a stand-in the core runs by asking back.
-    const replacement = standIn(config);
-    if (replacement !== undefined) {
-      seen.delete(config);
-      return replacement;
-    }
-    const out: { [key: string]: Wire } = { [TYPE_KEY]: cls?.typeId ?? "" };
-    const record = config as Record<string, unknown>;
-    for (const [name, { spec }] of Object.entries(cls?.params ?? {})) {
-      const v = spec.kind === "generated" ? paths?.get(config)?.get(name) : value(record[name]);
-      if (v !== undefined) out[name] = v;
-    }
+    const out = standIn(config, params) ?? { [TYPE_KEY]: cls?.typeId ?? "", ...params() };
     seen.delete(config);
     return out;
   };

@@ -18,8 +18,8 @@ use tch::{Device, Kind, Tensor};
 use xpm_torch_core::batching::memory::{CpuMemory, CudaMemory, MemoryProbe, SimulatedDevice};
 use xpm_torch_core::batching::{Batcher, CostModel, Dims, Formula, MicroBatchable};
 use xpm_torch_core::config::{
-    AdaptivePackerConfig, BatchDimsProviderConfig, BatcherConfig, NoParams, PackerConfig,
-    PredictiveBatcherConfig, ProbePointConfig, Typed,
+    AdaptivePackerConfig, BatchDimsProviderConfig, BatcherConfig, DimsProviderConfig, NoParams,
+    PackerConfig, PredictiveBatcherConfig, ProbePointConfig, Typed,
 };
 use xpm_torch_core::rng::Rng;
 use xpm_torch_core::Result;
@@ -80,7 +80,7 @@ fn predictive(packer: PackerConfig, probes: &[(u64, u64)]) -> BatcherConfig {
         memory_fraction: 0.75,
         extra_overhead_bytes: 0,
         min_batch_size: 1,
-        dims_provider: Typed(BatchDimsProviderConfig {
+        dims_provider: DimsProviderConfig::Builtin(BatchDimsProviderConfig {
             probe_dims: probes
                 .iter()
                 .map(|(bs, l)| {
@@ -89,7 +89,6 @@ fn predictive(packer: PackerConfig, probes: &[(u64, u64)]) -> BatcherConfig {
                     })
                 })
                 .collect(),
-            js_key: None,
         }),
         packer,
     })

@@ -10,8 +10,8 @@ use tch::{Device, Kind, Tensor};
 use xpm_torch_core::batching::memory::SimulatedDevice;
 use xpm_torch_core::batching::{Batcher, CostModel, Dims, Formula, MicroBatchable};
 use xpm_torch_core::config::{
-    AdaptivePackerConfig, BatchDimsProviderConfig, BatcherConfig, NoParams, PackerConfig,
-    PredictiveBatcherConfig, ProbePointConfig, Typed,
+    AdaptivePackerConfig, BatchDimsProviderConfig, BatcherConfig, DimsProviderConfig, NoParams,
+    PackerConfig, PredictiveBatcherConfig, ProbePointConfig, Typed,
 };
 use xpm_torch_core::{Error, Result};
 
@@ -129,9 +129,8 @@ fn predictive(packer: PackerConfig) -> BatcherConfig {
         memory_fraction: 0.5,
         extra_overhead_bytes: 0,
         min_batch_size: 1,
-        dims_provider: Typed(BatchDimsProviderConfig {
+        dims_provider: DimsProviderConfig::Builtin(BatchDimsProviderConfig {
             probe_dims: vec![probe(1, 16), probe(2, 32), probe(4, 64), probe(2, 8)],
-            js_key: None,
         }),
         packer,
     })

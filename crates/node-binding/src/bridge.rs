@@ -391,12 +391,12 @@ impl Observer for JsObserver {
 
     fn js_listener(
         &mut self,
-        id: &str,
+        key: &str,
         view: &ListenerView<'_>,
         score: &mut ListenerScorer<'_>,
     ) -> Result<JsListenerReply> {
-        let what = format!("listener {id:?}");
-        let request = JsMessage::json(json!({ "id": id, "state": view }));
+        let what = format!("listener {key:?}");
+        let request = JsMessage::json(json!({ "key": key, "state": view }));
         let reply = self
             .bridge
             .call_scoring("listener", request, &what, Some(score))?

@@ -83,7 +83,10 @@ impl Predictive {
         .map_err(|e| e.at(&format!("{path}.formula")))?;
         let model = CostModel::new(formula, &config.batch_size_variable, path)?;
         let probes_path = format!("{path}.dims_provider.probe_dims");
-        if config.dims_provider.probe_dims.is_empty() {
+        let probe_dims = config
+            .dims_provider
+            .probe_dims(&format!("{path}.dims_provider"))?;
+        if probe_dims.is_empty() {
             return Err(Error::config(
                 probes_path,
                 "probe_dims is empty: give at least one probe point",
@@ -93,7 +96,7 @@ impl Predictive {
         variables.sort();
         variables.dedup();
         let mut probes = Vec::new();
-        for (i, point) in config.dims_provider.probe_dims.iter().enumerate() {
+        for (i, point) in probe_dims.iter().enumerate() {
             let keys: Vec<&String> = point.values.keys().collect();
             if keys.iter().copied().ne(variables.iter()) {
                 return Err(Error::config(

@@ -4,7 +4,8 @@ use super::super::memory::SimulatedDevice;
 use super::super::packers::tests::{length_dims, Lengths};
 use super::*;
 use crate::config::{
-    AdaptivePackerConfig, BatchDimsProviderConfig, NoParams, PackerConfig, ProbePointConfig, Typed,
+    AdaptivePackerConfig, BatchDimsProviderConfig, DimsProviderConfig, NoParams, PackerConfig,
+    ProbePointConfig, Typed,
 };
 
 fn names(list: &[&str]) -> Vec<String> {
@@ -37,7 +38,7 @@ fn predictive_config(probes: &[(u64, u64)], packer: PackerConfig) -> PredictiveB
         memory_fraction: 0.75,
         extra_overhead_bytes: 0,
         min_batch_size: 1,
-        dims_provider: Typed(BatchDimsProviderConfig {
+        dims_provider: DimsProviderConfig::Builtin(BatchDimsProviderConfig {
             probe_dims: probes
                 .iter()
                 .map(|(bs, l)| {
@@ -46,7 +47,6 @@ fn predictive_config(probes: &[(u64, u64)], packer: PackerConfig) -> PredictiveB
                     })
                 })
                 .collect(),
-            js_key: None,
         }),
         packer,
     }
@@ -376,9 +376,11 @@ fn configurations_are_checked_with_their_paths() {
         "{empty}"
     );
     let mut partial = predictive_config(&REFERENCE_PROBES, uniform());
-    partial.dims_provider.0.probe_dims[1] = Typed(ProbePointConfig {
-        values: BTreeMap::from([("l".into(), 64)]),
-    });
+    if let DimsProviderConfig::Builtin(provider) = &mut partial.dims_provider {
+        provider.probe_dims[1] = Typed(ProbePointConfig {
+            values: BTreeMap::from([("l".into(), 64)]),
+        });
+    }
     let partial = build(partial);
     assert!(
         partial.starts_with("b.dims_provider.probe_dims[1]:"),

@@ -85,8 +85,8 @@ config_enum! {
         LayerFreezer(LayerFreezerConfig) = "xpm_torch.trainers.hooks.LayerFreezer",
         /// A hook.
         LayerSharer(LayerSharerConfig) = "xpm_torch.trainers.hooks.LayerSharer",
-        /// A hook written in JavaScript.
-        JsHook(JsHookConfig) = "xpm_torch.hooks.JsHook",
+        /// An object written in TypeScript.
+        JsObject(JsObjectConfig) = "xpm_torch.js.JsObject",
         /// A selector.
         RegexParametersIterator(RegexIteratorConfig) = "xpm_torch.parameters.RegexParametersIterator",
         /// A selector.

@@ -3,7 +3,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::tagged::{config_enum, config_types};
-use super::{NoParams, Typed};
+use super::{JsObjectConfig, NoParams, Typed};
+use crate::Result;
 
 config_enum! {
     /// How an outer batch is split into micro-batches.
@@ -37,9 +38,34 @@ pub struct PredictiveBatcherConfig {
     /// Smallest micro-batch.
     pub min_batch_size: u64,
     /// Probe points and batch dimensions.
-    pub dims_provider: Typed<BatchDimsProviderConfig>,
+    pub dims_provider: DimsProviderConfig,
     /// How outer batches are packed.
     pub packer: PackerConfig,
+}
+
+config_enum! {
+    /// What gives a batch's formula variables and the probe points.
+    #[derive(Debug, Clone, PartialEq)]
+    pub enum DimsProviderConfig {
+        /// `xpm_torch.batchers.BatchDimsProvider`: the variables of the built-in records.
+        Builtin(BatchDimsProviderConfig) = "xpm_torch.batchers.BatchDimsProvider",
+        /// A provider written in TypeScript, whose `computeBatchDims` and `buildProbeBatch`
+        /// run on the JavaScript side.
+        Js(Box<JsObjectConfig>) = "xpm_torch.js.JsObject",
+    }
+}
+
+impl DimsProviderConfig {
+    /// The points at which memory is probed; `path` is where the provider sits.
+    ///
+    /// # Errors
+    /// [`Error::Config`] when a provider written in TypeScript has malformed `probe_dims`.
+    pub fn probe_dims(&self, path: &str) -> Result<Vec<Typed<ProbePointConfig>>> {
+        match self {
+            DimsProviderConfig::Builtin(c) => Ok(c.probe_dims.clone()),
+            DimsProviderConfig::Js(c) => c.param("probe_dims", path),
+        }
+    }
 }
 
 /// `xpm_torch.batchers.BatchDimsProvider`.
@@ -48,10 +74,6 @@ pub struct PredictiveBatcherConfig {
 pub struct BatchDimsProviderConfig {
     /// Points at which memory is probed.
     pub probe_dims: Vec<Typed<ProbePointConfig>>,
-    /// The key of a provider written in TypeScript, whose `computeBatchDims` and
-    /// `buildProbeBatch` run on the JavaScript side.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub js_key: Option<String>,
 }
 
 /// `xpm_torch.batchers.ProbePoint`.

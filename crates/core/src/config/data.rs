@@ -25,29 +25,9 @@ config_enum! {
         TextPairs(super::TextPairSamplerConfig) = "xpm_torch.samplers.TextPairSampler",
         /// `xpm_torch.samplers.IdTripletSampler`.
         IdTriplets(Box<super::IdTripletSamplerConfig>) = "xpm_torch.samplers.IdTripletSampler",
-        /// A sampler written in TypeScript.
-        Js(JsSamplerConfig) = "xpm_torch.samplers.JsSampler",
+        /// A sampler written in TypeScript (`kind`: its record kind).
+        Js(super::JsObjectConfig) = "xpm_torch.js.JsObject",
     }
-}
-
-/// A sampler written in TypeScript: the core asks for a batch of records at a time.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct JsSamplerConfig {
-    /// The key the JavaScript side knows it by.
-    pub key: String,
-    /// Its own type id (for messages).
-    pub class: String,
-    /// `pairwise` (feature pairs), `pointwise` (features and relevance) or `triplets` (token ids).
-    pub kind: String,
-}
-
-/// A dataset held in TypedArrays on the JavaScript side, copied once when the run is built.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct JsDatasetConfig {
-    /// The key the JavaScript side knows it by.
-    pub key: String,
 }
 
 /// Groups of documents per query (batchwise records).
@@ -127,7 +107,7 @@ config_enum! {
         /// `xpm_torch.data.LetorDataset`.
         Letor(LetorDatasetConfig) = "xpm_torch.data.LetorDataset",
         /// A dataset held in TypedArrays on the JavaScript side.
-        Js(JsDatasetConfig) = "xpm_torch.data.JsDataset",
+        Js(super::JsObjectConfig) = "xpm_torch.js.JsObject",
         /// `xpm_torch.data.TextRerankingDataset`.
         TextReranking(Box<super::TextRerankingConfig>) = "xpm_torch.data.TextRerankingDataset",
     }
@@ -173,16 +153,6 @@ pub struct RankingValidationConfig {
     /// Metric values per epoch (generated).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub info: Option<String>,
-}
-
-/// A listener written in JavaScript: the loop asks the JavaScript side to run it.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct JsListenerConfig {
-    /// Unique id.
-    pub id: String,
-    /// The listener's own type id (for messages).
-    pub class: String,
 }
 
 /// A learning-to-rank file in the SVMlight/LETOR format.

@@ -96,19 +96,7 @@ pub struct SubIteratorConfig {
     pub default: bool,
 }
 
-/// A training hook written in JavaScript: the loop asks the JavaScript side to run it.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct JsHookConfig {
-    /// How the JavaScript side finds it.
-    pub key: String,
-    /// The hook's own type id (for messages).
-    pub class: String,
-    /// `step` (around each optimizer step) or `initialization` (around building the run).
-    pub kind: JsHookKind,
-}
-
-/// When a JavaScript hook runs.
+/// When a hook written in TypeScript runs (the `kind` of its stand-in).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum JsHookKind {

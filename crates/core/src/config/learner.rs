@@ -2,7 +2,7 @@ use serde::{Deserialize, Serialize};
 
 use super::tagged::{config_enum, config_types};
 use super::{
-    FabricConfiguration, HookConfig, JsListenerConfig, ModelConfig, ParameterOptimizerConfig,
+    FabricConfiguration, HookConfig, JsObjectConfig, ModelConfig, ParameterOptimizerConfig,
     RankingValidationConfig, TrainerConfig, TrainerValidationLossConfig, Typed,
 };
 use crate::{Error, Result};
@@ -80,7 +80,7 @@ config_enum! {
         /// Ranking metrics on held-out queries.
         Ranking(Box<RankingValidationConfig>) = "xpm_torch.listeners.RankingValidationListener",
         /// A listener written in JavaScript.
-        Js(JsListenerConfig) = "xpm_torch.listeners.JsListener",
+        Js(JsObjectConfig) = "xpm_torch.js.JsObject",
         /// The trainer's loss on held-out data.
         ValidationLoss(Box<TrainerValidationLossConfig>) = "xpm_torch.trainers.validation.TrainerValidationLoss",
     }
@@ -91,7 +91,11 @@ impl ListenerConfig {
     pub fn id(&self) -> &str {
         match self {
             ListenerConfig::Ranking(c) => &c.id,
-            ListenerConfig::Js(c) => &c.id,
+            ListenerConfig::Js(c) => c
+                .params
+                .get("id")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or(&c.key),
             ListenerConfig::ValidationLoss(c) => &c.id,
         }
     }

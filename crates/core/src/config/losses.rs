@@ -2,7 +2,7 @@ use serde::{Deserialize, Serialize};
 
 use super::tagged::config_enum;
 use super::{
-    ApproxNdcgLossConfig, JsHookConfig, LambdaLossConfig, LayerFreezerConfig, LayerSharerConfig,
+    ApproxNdcgLossConfig, JsObjectConfig, LambdaLossConfig, LayerFreezerConfig, LayerSharerConfig,
     NeuralNdcgLossConfig, RankNetLossConfig,
 };
 
@@ -37,7 +37,7 @@ config_enum! {
         /// Makes target parameters the very tensors of source parameters.
         LayerSharer(LayerSharerConfig) = "xpm_torch.trainers.hooks.LayerSharer",
         /// A hook written in JavaScript.
-        Js(JsHookConfig) = "xpm_torch.hooks.JsHook",
+        Js(JsObjectConfig) = "xpm_torch.js.JsObject",
     }
 }
 

@@ -51,7 +51,7 @@ config_enum! {
         /// `xpm_torch.data.TextTripletFile`.
         TextTripletFile(super::TextTripletFileConfig) = "xpm_torch.data.TextTripletFile",
         /// A dataset held in TypedArrays on the JavaScript side.
-        Js(super::JsDatasetConfig) = "xpm_torch.data.JsDataset",
+        Js(super::JsObjectConfig) = "xpm_torch.js.JsObject",
     }
 }
 

@@ -17,7 +17,7 @@ use super::trainers::{
 };
 use crate::batching::Batcher;
 use crate::config::{
-    DatasetConfig, JsHookConfig, LearnerConfig, ListenerConfig, LossTrainerConfig, OptimizerConfig,
+    DatasetConfig, JsHookKind, LearnerConfig, ListenerConfig, LossTrainerConfig, OptimizerConfig,
     SamplerConfig, TrainerConfig, TrainingHookConfig, TripletsConfig, ValidationDataConfig,
 };
 use crate::data::{
@@ -560,21 +560,52 @@ fn listener(
             })
         }
         ListenerConfig::Js(c) => Box::new(JsListener {
-            id: c.id.clone(),
+            key: c.key.clone(),
+            id: c.param("id", &path)?,
             last_output: serde_json::Value::Null,
         }),
     })
 }
 
-/// The trainers' hooks written in JavaScript, in declaration order.
-pub(crate) fn js_hooks(config: &LearnerConfig) -> Vec<JsHookConfig> {
+/// A training hook written in TypeScript: the loop asks the JavaScript side to run it.
+pub(crate) struct JsHook {
+    /// How the JavaScript side finds it.
+    pub key: String,
+    /// When it runs.
+    pub kind: JsHookKind,
+}
+
+/// The trainers' hooks written in TypeScript, in declaration order.
+///
+/// # Errors
+/// [`Error::Config`] at a hook whose kind is neither `step` nor `initialization`.
+pub(crate) fn js_hooks(config: &LearnerConfig) -> Result<Vec<JsHook>> {
     let mut hooks = Vec::new();
     structural_hooks(&config.trainer, "learner.trainer", &mut hooks);
     hooks
         .into_iter()
-        .filter_map(|(_, h)| match h {
-            TrainingHookConfig::Js(js) => Some(js.clone()),
+        .filter_map(|(path, h)| match h {
+            TrainingHookConfig::Js(js) => Some((path, js)),
             _ => None,
+        })
+        .map(|(path, js)| {
+            let kind = match js.kind.as_str() {
+                "step" => JsHookKind::Step,
+                "initialization" => JsHookKind::Initialization,
+                other => {
+                    return Err(Error::config(
+                        format!("{path}.kind"),
+                        format!(
+                            "{} is a hook of kind {other:?}: step or initialization",
+                            js.class
+                        ),
+                    ))
+                }
+            };
+            Ok(JsHook {
+                key: js.key.clone(),
+                kind,
+            })
         })
         .collect()
 }

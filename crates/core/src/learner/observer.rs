@@ -92,19 +92,19 @@ pub trait Observer {
     fn js_data(&self) -> Option<std::sync::Arc<dyn crate::data::JsData>> {
         None
     }
-    /// Runs the JavaScript listener `id` and waits for its vote; meanwhile the listener may
+    /// Runs the JavaScript listener `key` and waits for its vote; meanwhile the listener may
     /// score records with the model being trained through `score`, on this thread.
     ///
     /// # Errors
     /// [`Error::Callback`] when the listener fails or there is no JavaScript side.
     fn js_listener(
         &mut self,
-        id: &str,
+        key: &str,
         _view: &ListenerView<'_>,
         _score: &mut ListenerScorer<'_>,
     ) -> Result<JsListenerReply> {
         Err(Error::Callback(format!(
-            "listener {id:?} is written in JavaScript, but this run has no JavaScript side"
+            "listener {key:?} is written in JavaScript, but this run has no JavaScript side"
         )))
     }
 }

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use tch::{Kind, Tensor};
 
-use super::build::{build, js_hooks, Run};
+use super::build::{build, js_hooks, JsHook, Run};
 use super::checkpoint::{
     checkpoint_dirs, checkpoint_epoch, load_checkpoint, recorded_step, save_checkpoint, tidy,
     CheckpointPolicy, Progress, RankState, INTERRUPTED,
@@ -16,7 +16,7 @@ use super::listeners::{ListenerStatus, ListenerView};
 use super::reproducibility::reproducibility_warnings;
 use super::{EpochReport, LearnOutput, Observer, StepProgress, TrainerContext};
 use crate::batching::memory::HeapTrimmer;
-use crate::config::{JsHookConfig, JsHookKind, LearnerConfig};
+use crate::config::{JsHookKind, LearnerConfig};
 use crate::data::Shard;
 use crate::models::draws_from_global_generator;
 use crate::runtime::{GlobalGeneratorLease, Runtime};
@@ -51,7 +51,7 @@ pub fn learn(
     let placement = Placement::join(config, observer, &mut warnings)?;
     // Held for the whole run when the model draws from libtorch's default generators.
     let _lease = lease_global_generators(config, observer, &mut warnings);
-    let (init_hooks, step_hooks): (Vec<_>, Vec<_>) = js_hooks(config)
+    let (init_hooks, step_hooks): (Vec<_>, Vec<_>) = js_hooks(config)?
         .into_iter()
         .partition(|h| h.kind == JsHookKind::Initialization);
     call_hooks(observer, &init_hooks, "before", config, 0, 0)?;
@@ -70,7 +70,7 @@ pub fn learn(
 /// Calls the TypeScript hooks `hooks` for `phase` at `epoch` and global step `step`.
 fn call_hooks(
     observer: &mut dyn Observer,
-    hooks: &[JsHookConfig],
+    hooks: &[JsHook],
     phase: &str,
     config: &LearnerConfig,
     epoch: u64,
@@ -215,7 +215,7 @@ struct Training<'a> {
     dist: Rc<Distributed>,
     run: Run,
     ctx: TrainerContext,
-    step_hooks: Vec<JsHookConfig>,
+    step_hooks: Vec<JsHook>,
     heap: HeapTrimmer,
     output: LearnOutput,
     warnings: Vec<String>,
@@ -230,7 +230,7 @@ impl<'a> Training<'a> {
         resumed: Resumed,
         observer: &'a mut dyn Observer,
         mut warnings: Vec<String>,
-        step_hooks: Vec<JsHookConfig>,
+        step_hooks: Vec<JsHook>,
     ) -> Result<(Self, StartAt)> {
         let Resumed {
             mut run,

@@ -14,6 +14,9 @@ const SCORE_BATCH_SIZE: usize = 256;
 /// A listener written in JavaScript: the observer runs it on the JavaScript side and returns
 /// its vote.
 pub(crate) struct JsListener {
+    /// How the JavaScript side finds it.
+    pub key: String,
+    /// Its `id` parameter: its metrics are logged under it.
     pub id: String,
     pub last_output: Value,
 }
@@ -35,7 +38,7 @@ impl Listener for JsListener {
             .first()
             .map_or(tch::Device::Cpu, |p| p.tensor.device());
         let mut score = |input: &ScoreInput| score_rows(model, device, input, SCORE_BATCH_SIZE);
-        let reply = observer.js_listener(&self.id, view, &mut score)?;
+        let reply = observer.js_listener(&self.key, view, &mut score)?;
         self.last_output = reply.output;
         Ok(ListenerCall {
             status: reply.status,

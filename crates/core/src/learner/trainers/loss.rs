@@ -712,7 +712,7 @@ mod tests {
         use crate::batching::memory::SimulatedDevice;
         use crate::batching::{CostModel, Formula};
         use crate::config::{
-            BatchDimsProviderConfig, BatcherConfig, NoParams, PackerConfig,
+            BatchDimsProviderConfig, BatcherConfig, DimsProviderConfig, NoParams, PackerConfig,
             PredictiveBatcherConfig, ProbePointConfig, Typed,
         };
         use crate::data::{PairwiseSampler, Shard};
@@ -774,9 +774,8 @@ mod tests {
                 memory_fraction: 1.0,
                 extra_overhead_bytes: 0,
                 min_batch_size: 1,
-                dims_provider: Typed(BatchDimsProviderConfig {
+                dims_provider: DimsProviderConfig::Builtin(BatchDimsProviderConfig {
                     probe_dims: vec![probe(1), probe(2), probe(4)],
-                    js_key: None,
                 }),
                 packer,
             })

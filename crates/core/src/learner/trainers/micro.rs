@@ -9,7 +9,7 @@ use tch::{Device, Tensor};
 
 use crate::batching::memory::{CpuMemory, CudaMemory, MemoryProbe, SimulatedDevice};
 use crate::batching::{Dims, MicroBatchable};
-use crate::config::BatcherConfig;
+use crate::config::{BatcherConfig, DimsProviderConfig};
 use crate::data::{packed_records, records_batch, Batch, JsData, JsMessage, ScoreInput, Tokens};
 use crate::{Error, Result};
 
@@ -48,7 +48,7 @@ impl RecordDims {
                 js: None,
             });
         };
-        if let Some(key) = &p.dims_provider.js_key {
+        if let DimsProviderConfig::Js(provider) = &p.dims_provider {
             let js = js.clone().ok_or_else(|| {
                 Error::config(
                     format!("{path}.dims_provider"),
@@ -58,7 +58,7 @@ impl RecordDims {
             return Ok(RecordDims {
                 batch_size_variable: p.batch_size_variable.clone(),
                 uses_length: false,
-                js: Some((js, key.clone())),
+                js: Some((js, provider.key.clone())),
             });
         }
         if let Some(other) = p
