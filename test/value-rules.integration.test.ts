@@ -7,19 +7,18 @@ import { readFileSync } from "node:fs";
 
 import { describe, expect, it } from "vitest";
 
-import { TYPE_KEY, type AnyConfigClass, configClassOf, registeredClasses } from "../ts/config/class.js";
+import { configClassOf } from "../ts/config/class.js";
 import * as c from "../ts/config/classes/index.js";
 import { configJsonSchema } from "../ts/config/json-schema.js";
 import { type Wire, toWire } from "../ts/config/wire.js";
 import { ConfigError, unwrapOutcome } from "../ts/errors.js";
 import { loadNative } from "../ts/native.js";
-import { SAMPLES } from "./helpers/samples.js";
+import { SAMPLES, rebuilt } from "./helpers/samples.js";
 
 type Schema = Record<string, unknown>;
 type Values = Record<string, unknown>;
 
 const { binding } = loadNative();
-const classes = new Map(registeredClasses().map((cls) => [cls.typeId, cls]));
 const defs = configJsonSchema().$defs as Record<string, { properties: Record<string, Schema> }>;
 
 /** A refusal as `{where, message}`, `where` being the path below the refused object. */
@@ -39,14 +38,6 @@ function refusal(run: () => unknown): Refusal {
   throw new Error("accepted");
 }
 
-/** The sample's values as C() takes them back (constants are not settable). */
-function inputOf(config: object): Values {
-  const cls = configClassOf(config)!;
-  return Object.fromEntries(
-    Object.entries(config).filter(([k]) => k !== TYPE_KEY && cls.params[k]?.spec.kind !== "constant"),
-  );
-}
-
 /** A value as the wire carries it (configurations as objects, sets as arrays). */
 function wireOf(value: unknown): Wire {
   if (configClassOf(value)) return toWire(value as object);
@@ -57,11 +48,12 @@ function wireOf(value: unknown): Wire {
 
 /** Both refusals of `changes` applied to the sample of `typeId`. */
 function bothRefusals(typeId: string, changes: Values): { typescript: Refusal; core: Refusal } {
-  const cls = classes.get(typeId) as AnyConfigClass & { C(values: Values): unknown };
-  const sample = SAMPLES[typeId]!();
-  const wire = { ...(toWire(sample) as Record<string, Wire>), ...(wireOf(changes) as Record<string, Wire>) };
+  const wire = { ...(toWire(SAMPLES[typeId]!()) as Record<string, Wire>), ...(wireOf(changes) as Record<string, Wire>) };
+  const built = rebuilt(typeId, changes);
   return {
-    typescript: refusal(() => cls.C({ ...inputOf(sample), ...changes })),
+    typescript: refusal(() => {
+      if ("error" in built) throw built.error;
+    }),
     core: refusal(() => unwrapOutcome(binding.readConfig(JSON.stringify(wire)))),
   };
 }
@@ -145,7 +137,6 @@ describe("cross-field rules the core also checks: the same message", () => {
     { typeId: "xpm_torch.module.MultipleModel", changes: { models: { b: model(), a: model() }, scorer: "c" }, where: "scorer" },
     { typeId: "xpm_torch.optim.Adafactor", changes: { lr: 0.1, relative_step: true }, where: "lr" },
     { typeId: "xpm_torch.optim.Adafactor", changes: { lr: undefined, relative_step: false }, where: "lr" },
-    { typeId: "xpm_torch.optim.Adafactor", changes: { lr: undefined, relative_step: true, warmup_init: true }, where: "warmup_init" },
     { typeId: "xpm_torch.optim.Adafactor", changes: { warmup_init: true }, where: "warmup_init" },
     { typeId: "xpm_torch.data.SyntheticTokenTriplets", changes: { vocab_size: 16, query_length: 5 }, where: "query_length" },
     { typeId: "xpm_torch.data.SyntheticTokenTriplets", changes: { query_length: 6 }, where: "min_length" },
