@@ -31,14 +31,18 @@ fn bench(c: &mut Criterion) {
         num_features: 136,
         noise: 0.5,
     });
-    let triplets = synthetic_triplets(&SyntheticTripletsConfig {
-        seed: 3,
-        num_triplets: 100_000,
-        vocab_size: 30_000,
-        query_length: 8,
-        min_length: 16,
-        max_length: 128,
-    });
+    let triplets = synthetic_triplets(
+        &SyntheticTripletsConfig {
+            seed: 3,
+            num_triplets: 100_000,
+            vocab_size: 30_000,
+            query_length: 8,
+            min_length: 16,
+            max_length: 128,
+        },
+        "bench",
+    )
+    .unwrap();
     let samplers: Vec<(&str, Box<dyn Sampler>)> = vec![
         (
             "pairwise",

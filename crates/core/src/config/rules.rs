@@ -100,19 +100,23 @@ fn field(value: &Value, schema: &Value, path: &str) -> Result<()> {
     }
 }
 
+/// A bound's keyword, its word in messages, and whether a value within it holds.
+type Bound = (&'static str, &'static str, fn(f64, f64) -> bool);
+
+const BOUNDS: [Bound; 4] = [
+    ("minimum", "≥", |x, l| x >= l),
+    ("exclusiveMinimum", ">", |x, l| x > l),
+    ("maximum", "≤", |x, l| x <= l),
+    ("exclusiveMaximum", "<", |x, l| x < l),
+];
+
 /// The message of the first rule of `schema` that `value` breaks, worded as `ruleMessage`.
 fn broken_rule(value: &Value, schema: &Value) -> Option<String> {
     let limit = |keyword: &str| schema.get(keyword).filter(|l| l.is_number());
     match value {
         Value::Number(number) => {
             let x = number.as_f64()?;
-            let bounds: [(&str, &str, fn(f64, f64) -> bool); 4] = [
-                ("minimum", "≥", |x, l| x >= l),
-                ("exclusiveMinimum", ">", |x, l| x > l),
-                ("maximum", "≤", |x, l| x <= l),
-                ("exclusiveMaximum", "<", |x, l| x < l),
-            ];
-            bounds.into_iter().find_map(|(keyword, word, holds)| {
+            BOUNDS.into_iter().find_map(|(keyword, word, holds)| {
                 let bound = limit(keyword)?;
                 (!holds(x, bound.as_f64()?)).then(|| format!("must be {word} {bound}, got {value}"))
             })
