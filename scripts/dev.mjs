@@ -4,7 +4,7 @@
 // builds the Rust addon, then does what was asked. Every step is skipped or incremental when
 // already done. Only Node built-ins here: this runs before node_modules exists.
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -68,6 +68,21 @@ function npmPackages() {
 function typescript() {
   step("TypeScript");
   run(bin("tsc"), ["-p", "tsconfig.json"]);
+}
+
+/** Where the core reads the value rules of the classes from (crates/core/src/config/rules.rs). */
+const CORE_SCHEMA = join(root, "crates", "core", "src", "config", "schema.json");
+
+// Rewritten only when it changes, so that an unchanged schema does not rebuild the core.
+function coreSchema() {
+  step("Configuration schema for the core");
+  const schema = `${capture(process.execPath, ["dist/cli.js", "schema"])}\n`;
+  if (existsSync(CORE_SCHEMA) && readFileSync(CORE_SCHEMA, "utf8") === schema) {
+    console.log("crates/core/src/config/schema.json is up to date");
+    return;
+  }
+  writeFileSync(CORE_SCHEMA, schema);
+  console.log("wrote crates/core/src/config/schema.json");
 }
 
 function libtorch() {
@@ -143,6 +158,7 @@ async function cudaLibrary(torchRoot) {
 async function build() {
   npmPackages();
   typescript();
+  coreSchema();
   const torchRoot = libtorch();
   const env = cargoEnv(torchRoot);
   addon(env);

@@ -1,6 +1,8 @@
 // One configuration of every buildable class, with every parameter away from its default, for
 // the contract and params.json round-trip tests.
+import { TYPE_KEY, type AnyConfigClass, configClassOf } from "../../ts/config/class.js";
 import * as c from "../../ts/config/classes/index.js";
+import { ConfigError } from "../../ts/errors.js";
 import { sealedSet } from "../../ts/config/types.js";
 
 const dataset = (seed: number) =>
@@ -225,3 +227,21 @@ export const SAMPLES: Record<string, () => object> = {
 export const UNBUILDABLE: Record<string, string> = {
   "xpm_torch.data.InMemoryLtrDataset": "its arrays live in JavaScript: the core receives it as a stand-in (xpm_torch.js.JsObject)",
 };
+
+/** The values of a configuration as its class's C() takes them back (constants are not settable). */
+export function inputOf(config: object): Record<string, unknown> {
+  const cls = configClassOf(config)!;
+  return Object.fromEntries(Object.entries(config).filter(([k]) => k !== TYPE_KEY && cls.params[k]?.spec.kind !== "constant"));
+}
+
+/** The sample of `typeId` rebuilt with `changes` (`undefined` unsets), or the ConfigError refusing it. */
+export function rebuilt(typeId: string, changes: Record<string, unknown>): { config: object } | { error: ConfigError } {
+  const sample = SAMPLES[typeId]!();
+  const cls = configClassOf(sample) as AnyConfigClass & { C(values: Record<string, unknown>): object };
+  try {
+    return { config: cls.C({ ...inputOf(sample), ...changes }) };
+  } catch (error) {
+    if (error instanceof ConfigError) return { error };
+    throw error;
+  }
+}

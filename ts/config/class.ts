@@ -2,6 +2,7 @@ import { z } from "zod";
 
 import { ConfigError } from "../errors.js";
 import type { InputOf, Issue, Params, ParamSpec, ValuesOf } from "./declare.js";
+import { ruleMessage, ruleOfIssue } from "./rules.js";
 import type { ValueDesc } from "./types.js";
 
 /** The key holding a configuration object's type id; always its first key. */
@@ -100,16 +101,38 @@ export function dottedPath(root: string, path: readonly PropertyKey[]): string {
   return path.reduce<string>((acc, key) => (typeof key === "number" ? `${acc}[${key}]` : `${acc}.${String(key)}`), root);
 }
 
-function toConfigError(root: string, error: z.ZodError): ConfigError {
-  const issue = error.issues[0];
-  if (!issue) return new ConfigError(root, "invalid configuration");
+/** The value at `path` inside `input` (what a zod issue points at). */
+function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
+  let value = input;
+  for (const key of path) {
+    if (value instanceof Set) value = [...value][key as number];
+    else if (typeof value === "object" && value !== null) value = (value as Record<PropertyKey, unknown>)[key];
+    else return undefined;
+  }
+  return value;
+}
+
+/** What a union's failure comes down to: the first issue of the branch that got past the type. */
+function innermost(issue: z.core.$ZodIssue): z.core.$ZodIssue {
+  if (issue.code !== "invalid_union") return issue;
+  const branch = issue.errors.find((issues) => issues.some((i) => i.path.length > 0 || i.code !== "invalid_type"));
+  const first = branch?.[0];
+  return first ? innermost({ ...first, path: [...issue.path, ...first.path] }) : issue;
+}
+
+function toConfigError(root: string, error: z.ZodError, input: unknown): ConfigError {
+  const first = error.issues[0];
+  if (!first) return new ConfigError(root, "invalid configuration");
+  const issue = innermost(first);
   if (issue.code === "unrecognized_keys") {
     return new ConfigError(dottedPath(root, [...issue.path, issue.keys[0] ?? ""]), "unknown parameter");
   }
-  if (issue.code === "invalid_type" && issue.input === undefined) {
+  const got = valueAt(input, issue.path);
+  if (issue.code === "invalid_type" && got === undefined) {
     return new ConfigError(dottedPath(root, issue.path), "required parameter is missing");
   }
-  return new ConfigError(dottedPath(root, issue.path), issue.message);
+  const rule = ruleOfIssue(issue);
+  return new ConfigError(dottedPath(root, issue.path), rule ? ruleMessage(rule, got) : issue.message);
 }
 
 function specOf(params: Params, name: string): ParamSpec | undefined {
@@ -167,7 +190,7 @@ export function defineConfig<const Id extends string, P extends Params, PP exten
         if (!(key in withDefaults) && !(key in params)) withDefaults[key] = given[key];
       }
       const parsed = schema.safeParse(withDefaults);
-      if (!parsed.success) throw toConfigError(root, parsed.error);
+      if (!parsed.success) throw toConfigError(root, parsed.error, withDefaults);
       let result: Record<string, unknown> = { ...parsed.data };
       for (const [key, p] of Object.entries(params)) {
         if (p.spec.kind === "constant") result[key] = p.spec.makeDefault?.();
@@ -198,7 +221,7 @@ export function defineConfig<const Id extends string, P extends Params, PP exten
 function revalidate(root: string, schema: z.ZodObject, values: Record<string, unknown>): Record<string, unknown> {
   const settable = Object.fromEntries(Object.entries(values).filter(([k]) => k in schema.shape));
   const parsed = schema.safeParse(settable);
-  if (!parsed.success) throw toConfigError(root, parsed.error);
+  if (!parsed.success) throw toConfigError(root, parsed.error, settable);
   return { ...values, ...parsed.data };
 }
 

@@ -16,6 +16,19 @@ function configRef(typeId: string, classes: readonly AnyConfigClass[]): Schema {
   return refs.length === 1 ? (refs[0] as Schema) : { anyOf: refs };
 }
 
+/** The zod type of the items of a list or set, or of the values of a dict. */
+function itemZod(zodType: z.ZodType): z.ZodType {
+  if (zodType instanceof z.ZodOptional || zodType instanceof z.ZodReadonly) return itemZod(zodType.unwrap() as z.ZodType);
+  if (zodType instanceof z.ZodPipe) return itemZod(zodType.in as z.ZodType);
+  if (zodType instanceof z.ZodUnion) {
+    const array = (zodType.options as z.ZodType[]).find((o) => o instanceof z.ZodArray);
+    return array ? itemZod(array) : z.any();
+  }
+  if (zodType instanceof z.ZodArray) return zodType.element as z.ZodType;
+  if (zodType instanceof z.ZodRecord) return zodType.valueType as z.ZodType;
+  return z.any();
+}
+
 function valueSchema(type: ValueType, zodType: z.ZodType, classes: readonly AnyConfigClass[]): Schema {
   switch (type.kind) {
     case "config":
@@ -23,14 +36,17 @@ function valueSchema(type: ValueType, zodType: z.ZodType, classes: readonly AnyC
     case "optional":
       return valueSchema(type.inner, zodType instanceof z.ZodOptional ? (zodType.unwrap() as z.ZodType) : zodType, classes);
     case "list":
-      return { type: "array", items: valueSchema(type.item, z.any(), classes) };
+      return { type: "array", items: valueSchema(type.item, itemZod(zodType), classes) };
     case "set":
-      return { type: "array", uniqueItems: true, items: valueSchema(type.item, z.any(), classes) };
+      return { type: "array", uniqueItems: true, items: valueSchema(type.item, itemZod(zodType), classes) };
     case "dict":
-      return { type: "object", additionalProperties: valueSchema(type.value, z.any(), classes) };
+      return { type: "object", additionalProperties: valueSchema(type.value, itemZod(zodType), classes) };
     default:
       try {
-        return z.toJSONSchema(zodType, { io: "input", unrepresentable: "any" }) as Schema;
+        // The value rules (bounds, enums, patterns) travel in these keywords: the core checks
+        // configurations against them (crates/core/src/config/rules.rs).
+        const { $schema: _, ...schema } = z.toJSONSchema(zodType, { io: "input", unrepresentable: "any" }) as Schema;
+        return schema;
       } catch {
         return {};
       }

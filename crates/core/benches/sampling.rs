@@ -23,18 +23,14 @@ fn bench(c: &mut Criterion) {
     // One core, as the target is stated; libtorch's pool would only measure contention here.
     tch::set_num_threads(1);
     // 1,000 queries × 120 documents, as MSLR-WEB10K's training folds.
-    let data = synthetic_ltr(
-        &SyntheticLtrConfig {
-            signal_seed: 1,
-            seed: 2,
-            num_queries: 1000,
-            docs_per_query: 120,
-            num_features: 136,
-            noise: 0.5,
-        },
-        "bench",
-    )
-    .unwrap();
+    let data = synthetic_ltr(&SyntheticLtrConfig {
+        signal_seed: 1,
+        seed: 2,
+        num_queries: 1000,
+        docs_per_query: 120,
+        num_features: 136,
+        noise: 0.5,
+    });
     let triplets = synthetic_triplets(
         &SyntheticTripletsConfig {
             seed: 3,

@@ -75,7 +75,7 @@ fn write_data(args: &[String]) {
             num_features,
             noise: 0.3,
         };
-        let data = synthetic_ltr(&config, name).unwrap();
+        let data = synthetic_ltr(&config);
         let path = dir.join(format!("{name}.letor"));
         std::fs::write(&path, letor_text(&data)).expect("writing the LETOR file");
     }

@@ -40,7 +40,7 @@ export const PredictiveBatcher = defineConfig(
     coefficient_names: param(set(str((s) => s.min(1)))),
     variable_names: param(set(str((s) => s.min(1)))),
     batch_size_variable: param(str((s) => s.min(1))).default("bs"),
-    memory_fraction: param(float()).default(0.75),
+    memory_fraction: param(float((s) => s.gt(0).max(1))).default(0.75),
     extra_overhead_bytes: param(int((s) => s.min(0))).default(0, { ignoreDefault: true }),
     min_batch_size: param(int((s) => s.min(1))).default(1),
     dims_provider: param(configOf(BatchDimsProvider)),
@@ -49,7 +49,6 @@ export const PredictiveBatcher = defineConfig(
   {
     extends: Batcher,
     validate(v, issue) {
-      if (!(v.memory_fraction > 0 && v.memory_fraction <= 1)) issue("memory_fraction", "must be in (0, 1]");
       const coefficients = v.coefficient_names;
       const variables = v.variable_names;
       for (const name of coefficients) {

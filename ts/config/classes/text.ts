@@ -16,7 +16,7 @@ export const HFEncoder = defineConfig("xpm_torch.models.HFEncoder", {
 });
 
 const maxLength = () =>
-  param(int((s) => s.min(4))).default(512, { ignoreDefault: true }).help("Longest input in tokens, special tokens included");
+  param(int((s) => s.min(4).max(1 << 20))).default(512, { ignoreDefault: true }).help("Longest input in tokens, special tokens included");
 
 /**
  * A cross-encoder: `[CLS] query [SEP] document [SEP]` through the encoder and a one-label

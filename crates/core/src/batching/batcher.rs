@@ -107,12 +107,6 @@ impl Predictive {
             probes.push(point.values.clone());
         }
         probes.sort();
-        if !(config.memory_fraction > 0.0 && config.memory_fraction <= 1.0) {
-            return Err(Error::config(
-                format!("{path}.memory_fraction"),
-                format!("must be in (0, 1], got {}", config.memory_fraction),
-            ));
-        }
         Ok(Predictive {
             model,
             packer: Packer::from_config(&config.packer),

@@ -393,9 +393,6 @@ fn configurations_are_checked_with_their_paths() {
     let mut formula = predictive_config(&REFERENCE_PROBES, uniform());
     formula.formula = "a*bs + d".into();
     assert!(build(formula).starts_with("b.formula: undeclared symbols: d"));
-    let mut fraction = predictive_config(&REFERENCE_PROBES, uniform());
-    fraction.memory_fraction = 1.5;
-    assert!(build(fraction).starts_with("b.memory_fraction"));
     let mut variable = predictive_config(&REFERENCE_PROBES, uniform());
     variable.batch_size_variable = "n".into();
     assert!(build(variable).starts_with("b.batch_size_variable"));

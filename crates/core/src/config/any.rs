@@ -161,3 +161,19 @@ config_enum! {
         SyntheticTokenTriplets(SyntheticTripletsConfig) = "xpm_torch.data.SyntheticTokenTriplets",
     }
 }
+
+impl AnyConfig {
+    /// The cross-field rules the core checks on this class (see [`LearnerConfig::validate`]).
+    pub(crate) fn validate(&self, path: &str) -> crate::Result<()> {
+        let model = |m: ModelConfig| m.validate(path);
+        match self {
+            AnyConfig::Learner(c) => c.validate(path),
+            AnyConfig::Adafactor(c) => c.validate(path),
+            AnyConfig::TransformerCrossEncoder(c) => model(ModelConfig::Transformer(c.clone())),
+            AnyConfig::MultipleModel(c) => model(ModelConfig::Multiple(c.clone())),
+            AnyConfig::SigmoidOutput(c) => model(ModelConfig::Sigmoid(c.clone())),
+            AnyConfig::SyntheticTokenTriplets(c) => c.validate(path),
+            _ => Ok(()),
+        }
+    }
+}

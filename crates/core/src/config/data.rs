@@ -90,6 +90,25 @@ pub struct SyntheticTripletsConfig {
     pub max_length: u64,
 }
 
+impl SyntheticTripletsConfig {
+    /// The cross-field rules of the sizes (declared in TypeScript too, with the same messages).
+    pub(crate) fn validate(&self, path: &str) -> crate::Result<()> {
+        let field = |name: &str, message: &str| {
+            Err(crate::Error::config(format!("{path}.{name}"), message))
+        };
+        if self.query_length * 4 > self.vocab_size {
+            return field("query_length", "must be at most vocab_size / 4");
+        }
+        if self.min_length < self.query_length {
+            return field("min_length", "must be at least query_length");
+        }
+        if self.max_length < self.min_length {
+            return field("max_length", "must be at least min_length");
+        }
+        Ok(())
+    }
+}
+
 /// Yields (query, preferred document, other document) triplets from graded relevance.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]

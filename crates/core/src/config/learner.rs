@@ -1,5 +1,6 @@
 use serde::{Deserialize, Serialize};
 
+use super::rules::shown;
 use super::tagged::{config_enum, config_types};
 use super::{
     FabricConfiguration, HookConfig, JsObjectConfig, ModelConfig, ParameterOptimizerConfig,
@@ -102,39 +103,35 @@ impl ListenerConfig {
 }
 
 impl LearnerConfig {
-    /// Rules the TypeScript side also checks, repeated so that hand-written JSON gets them too.
+    /// The cross-field rules the core needs to run (declared in TypeScript too, with the same
+    /// messages: the value rules of single fields come from the schema, see `rules.rs`).
     ///
     /// # Errors
     /// [`Error::Config`] naming the offending path.
-    pub fn validate(&self) -> Result<()> {
-        for (path, value) in [
-            ("learner.max_epochs", self.max_epochs),
-            ("learner.steps_per_epoch", self.steps_per_epoch),
-            ("learner.checkpoint_interval", self.checkpoint_interval),
-        ] {
-            if value == 0 {
-                return Err(Error::config(path, "must be at least 1"));
-            }
-        }
+    pub fn validate(&self, path: &str) -> Result<()> {
         if self.optimizers.is_empty() {
             return Err(Error::config(
-                "learner.optimizers",
+                format!("{path}.optimizers"),
                 "at least one optimizer is needed",
             ));
         }
-        let mut seen = std::collections::HashSet::new();
+        let mut seen = std::collections::HashMap::new();
         for (i, listener) in self.listeners.iter().enumerate() {
-            if !seen.insert(listener.id()) {
+            if let Some(first) = seen.get(listener.id()) {
                 return Err(Error::config(
-                    format!("learner.listeners[{i}].id"),
-                    format!("duplicate listener id {:?}", listener.id()),
+                    format!("{path}.listeners[{i}].id"),
+                    format!(
+                        "{} is already the id of listeners[{first}]",
+                        shown(listener.id())
+                    ),
                 ));
             }
+            seen.insert(listener.id(), i);
         }
-        self.model.validate("learner.model")?;
+        self.model.validate(&format!("{path}.model"))?;
         for (i, opt) in self.optimizers.iter().enumerate() {
             opt.optimizer
-                .validate(&format!("learner.optimizers[{i}].optimizer"))?;
+                .validate(&format!("{path}.optimizers[{i}].optimizer"))?;
         }
         Ok(())
     }

@@ -1,5 +1,6 @@
 use serde::{Deserialize, Serialize};
 
+use super::rules::shown;
 use super::tagged::config_enum;
 use crate::{Error, Result};
 
@@ -178,65 +179,13 @@ pub struct TorchScriptConfig {
     pub input: ScriptInput,
 }
 
-fn at_least(value: i64, min: i64, path: &str, field: &str) -> Result<()> {
-    if value < min {
-        return Err(Error::config(
-            format!("{path}.{field}"),
-            format!("must be at least {min}"),
-        ));
-    }
-    Ok(())
-}
-
-fn widths(dims: &[i64], path: &str, field: &str) -> Result<()> {
-    for (i, d) in dims.iter().enumerate() {
-        at_least(*d, 1, path, &format!("{field}[{i}]"))?;
-    }
-    Ok(())
-}
-
-fn probability(p: f64, path: &str) -> Result<()> {
-    if !(0.0..1.0).contains(&p) {
-        return Err(Error::config(
-            format!("{path}.dropout"),
-            "must be in [0, 1)",
-        ));
-    }
-    Ok(())
-}
-
 impl ModelConfig {
+    /// The cross-field rules of the models (declared in TypeScript too, with the same messages;
+    /// the value rules of single fields come from the schema, see `rules.rs`).
     pub(crate) fn validate(&self, path: &str) -> Result<()> {
         match self {
-            ModelConfig::Mlp(c) => {
-                at_least(c.input_dim, 1, path, "input_dim")?;
-                widths(&c.hidden_dims, path, "hidden_dims")
-            }
-            ModelConfig::Linear(c) => at_least(c.input_dim, 1, path, "input_dim"),
-            ModelConfig::MultiLayer(c) => {
-                at_least(c.input_dim, 1, path, "input_dim")?;
-                widths(&c.hidden_dims, path, "hidden_dims")?;
-                probability(c.dropout, path)
-            }
-            ModelConfig::DualEncoder(c) => {
-                at_least(c.vocab_size, 2, path, "vocab_size")?;
-                at_least(c.dim, 1, path, "dim")
-            }
-            ModelConfig::Drmm(c) => {
-                at_least(c.vocab_size, 2, path, "vocab_size")?;
-                at_least(c.dim, 1, path, "dim")?;
-                at_least(c.bins, 2, path, "bins")?;
-                widths(&c.hidden_dims, path, "hidden_dims")
-            }
             ModelConfig::Transformer(c) => {
-                at_least(c.vocab_size, 2, path, "vocab_size")?;
-                at_least(c.dim, 1, path, "dim")?;
-                at_least(c.heads, 1, path, "heads")?;
-                at_least(c.layers, 1, path, "layers")?;
-                at_least(c.ffn_dim, 1, path, "ffn_dim")?;
-                at_least(c.max_length, 4, path, "max_length")?;
-                probability(c.dropout, path)?;
-                if c.dim % c.heads != 0 {
+                if c.heads > 0 && c.dim % c.heads != 0 {
                     return Err(Error::config(
                         format!("{path}.heads"),
                         format!("must divide dim ({})", c.dim),
@@ -244,32 +193,14 @@ impl ModelConfig {
                 }
                 Ok(())
             }
-            ModelConfig::TorchScript(c) => {
-                if c.path.is_empty() {
-                    return Err(Error::config(
-                        format!("{path}.path"),
-                        "the TorchScript file is missing: save the module with torch.jit.save",
-                    ));
-                }
-                Ok(())
-            }
-            ModelConfig::CrossEncoder(c) => super::text::check_max_length(c.max_length, path),
-            ModelConfig::BiEncoder(c) => super::text::check_max_length(c.max_length, path),
-            ModelConfig::Sigmoid(c) => {
-                if c.output == crate::losses::OutputType::Real {
-                    return Err(Error::config(
-                        format!("{path}.output"),
-                        "must be \"probability\" or \"log-probability\": the wrapped model already scores with real values",
-                    ));
-                }
-                c.model.validate(&format!("{path}.model"))
-            }
+            ModelConfig::Sigmoid(c) => c.model.validate(&format!("{path}.model")),
             ModelConfig::Multiple(c) => {
                 c.check(path)?;
                 c.models
                     .iter()
                     .try_for_each(|(name, m)| m.validate(&format!("{path}.models.{name}")))
             }
+            _ => Ok(()),
         }
     }
 }
@@ -304,14 +235,19 @@ impl MultipleModelConfig {
         if let Some(bad) = self.models.keys().find(|n| n.is_empty() || n.contains('.')) {
             return Err(Error::config(
                 format!("{path}.models"),
-                format!("{bad:?} cannot name a model: names are non-empty and hold no \".\" (parameters are named <model>.<parameter>)"),
+                format!("{} cannot name a model: names are non-empty and hold no \".\" (parameters are named <model>.<parameter>)", shown(bad)),
             ));
         }
         if !self.models.contains_key(&self.scorer) {
+            // In order, as the TypeScript message sorts them: the map is ordered.
             let names: Vec<&String> = self.models.keys().collect();
             return Err(Error::config(
                 format!("{path}.scorer"),
-                format!("{:?} is not one of the models {names:?}", self.scorer),
+                format!(
+                    "{} is not one of the models {}",
+                    shown(&self.scorer),
+                    shown(names)
+                ),
             ));
         }
         Ok(())

@@ -1,9 +1,15 @@
 use serde::de::DeserializeOwned;
 
-use super::{AnyConfig, LearnerConfig, Typed};
+use super::rules::check_value_rules;
+use super::{AnyConfig, LearnerConfig, ModelConfig, Typed};
 use crate::{Error, Result};
 
 fn parse<T: DeserializeOwned>(json: &str, root: &str) -> Result<T> {
+    // The value rules first, so that a value out of range is refused with the message
+    // TypeScript gives it, not as a misfit of the Rust type; malformed JSON is serde's to name.
+    if let Ok(document) = serde_json::from_str::<serde_json::Value>(json) {
+        check_value_rules(&document, root)?;
+    }
     let de = &mut serde_json::Deserializer::from_str(json);
     serde_path_to_error::deserialize(de).map_err(|err| {
         let path = err.path().to_string();
@@ -23,7 +29,18 @@ fn parse<T: DeserializeOwned>(json: &str, root: &str) -> Result<T> {
 /// that only the whole configuration can check.
 pub fn parse_learner(json: &str) -> Result<LearnerConfig> {
     let Typed(config) = parse::<Typed<LearnerConfig>>(json, "learner")?;
-    config.validate()?;
+    config.validate("learner")?;
+    Ok(config)
+}
+
+/// Reads a model configuration (a trained model's), naming the config path of the first problem
+/// from `model`.
+///
+/// # Errors
+/// As [`parse_learner`].
+pub fn parse_model(json: &str) -> Result<ModelConfig> {
+    let config: ModelConfig = parse(json, "model")?;
+    config.validate("model")?;
     Ok(config)
 }
 
@@ -32,7 +49,9 @@ pub fn parse_learner(json: &str) -> Result<LearnerConfig> {
 /// # Errors
 /// [`Error::Config`] naming the path of the first problem.
 pub fn parse_any(json: &str) -> Result<AnyConfig> {
-    parse(json, "config")
+    let config: AnyConfig = parse(json, "config")?;
+    config.validate("config")?;
+    Ok(config)
 }
 
 #[cfg(test)]
@@ -58,17 +77,32 @@ mod tests {
     }
 
     #[test]
-    fn negative_epochs_are_rejected_at_their_path() {
-        let json = demo_config_json().replace("\"max_epochs\":3", "\"max_epochs\":-1");
-        let err = parse_learner(&json).unwrap_err().to_string();
-        assert!(err.starts_with("learner.max_epochs:"), "{err}");
+    fn values_out_of_range_get_the_message_of_their_rule() {
+        let refused = |from: &str, to: &str| {
+            let json = demo_config_json().replace(from, to);
+            assert_ne!(json, demo_config_json(), "{from}");
+            parse_learner(&json).unwrap_err().to_string()
+        };
+        assert_eq!(
+            refused("\"max_epochs\":3", "\"max_epochs\":-1"),
+            "learner.max_epochs: must be ≥ 1, got -1"
+        );
+        assert_eq!(
+            refused("\"batch_size\":32", "\"batch_size\":0"),
+            "learner.trainer.batch_size: must be ≥ 1, got 0"
+        );
+        assert_eq!(
+            refused("\"hidden_dims\":[16]", "\"hidden_dims\":[0]"),
+            "learner.model.hidden_dims[0]: must be ≥ 1, got 0"
+        );
     }
 
     #[test]
-    fn model_input_must_be_positive() {
-        let json = demo_config_json().replace("\"hidden_dims\":[16]", "\"hidden_dims\":[0]");
-        let err = parse_learner(&json).unwrap_err().to_string();
-        assert!(err.starts_with("learner.model.hidden_dims[0]:"), "{err}");
+    fn a_model_configuration_gets_the_same_rules() {
+        let err = parse_model(r#"{"__xpmtype__":"xpm_torch.models.Linear","input_dim":0}"#)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(err, "model.input_dim: must be ≥ 1, got 0");
     }
 }
 

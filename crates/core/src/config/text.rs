@@ -2,7 +2,6 @@ use serde::{Deserialize, Serialize};
 
 use super::models::Similarity;
 use super::tagged::{config_types, Typed};
-use crate::{Error, Result};
 
 /// A pretrained encoder read from a local Hugging Face directory (config.json, safetensors
 /// weights, tokenizer.json).
@@ -181,15 +180,4 @@ config_types! {
     TextTripletFileConfig = "xpm_torch.data.TextTripletFile",
     TextCollectionConfig = "xpm_torch.data.TextCollection",
     TextPairFileConfig = "xpm_torch.data.TextPairFile",
-}
-
-/// Checks a `max_length` at `path.max_length`.
-pub(crate) fn check_max_length(max_length: i64, path: &str) -> Result<()> {
-    if !(4..=1 << 20).contains(&max_length) {
-        return Err(Error::config(
-            format!("{path}.max_length"),
-            "must be at least 4 (room for the special tokens and some text)",
-        ));
-    }
-    Ok(())
 }

@@ -123,19 +123,10 @@ impl Reranking {
     /// # Errors
     /// The files' errors; a run's query or document absent from its collection at the run's
     /// `file:line`; [`Error::Config`] at `path` when no run query has a relevant judged
-    /// document, or at `path.depth` / `path.batch_size` when 0.
+    /// document.
     pub fn open(config: &TextRerankingConfig, path: &str) -> Result<Self> {
-        let positive = |v: Option<u64>, field: &str| -> Result<Option<usize>> {
-            match v {
-                Some(0) => Err(Error::config(
-                    format!("{path}.{field}"),
-                    "must be at least 1",
-                )),
-                v => Ok(v.map(|v| v as usize)),
-            }
-        };
-        let depth = positive(config.depth, "depth")?;
-        let batch_size = positive(config.batch_size, "batch_size")?.unwrap_or(64);
+        let depth = config.depth.map(|v| v as usize);
+        let batch_size = config.batch_size.map_or(64, |v| v as usize);
         let queries = open_collection(&config.queries)?;
         let documents = open_collection(&config.documents)?;
         let qrels = Qrels::read(Path::new(&config.qrels.path))?;

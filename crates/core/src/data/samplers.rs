@@ -200,7 +200,7 @@ impl BatchwiseSampler {
     /// A sampler of `group_size`-document groups over `dataset`, this `shard` of its queries.
     ///
     /// # Errors
-    /// [`Error::Config`] at `path` when `group_size < 2` or no query can give a group.
+    /// [`Error::Config`] at `path` when no query can give a group.
     pub fn new(
         dataset: &LtrDataset,
         group_size: usize,
@@ -208,12 +208,6 @@ impl BatchwiseSampler {
         shard: Shard,
         path: &str,
     ) -> Result<Self> {
-        if group_size < 2 {
-            return Err(Error::config(
-                format!("{path}.group_size"),
-                "must be at least 2 (a relevant document and another)",
-            ));
-        }
         let queries = dataset.graded_queries(group_size);
         if queries.is_empty() {
             return Err(Error::config(

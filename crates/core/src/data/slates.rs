@@ -89,7 +89,7 @@ impl SlateSampler {
     /// its queries, drawn with `rng`.
     ///
     /// # Errors
-    /// [`Error::Config`] at `path` when `slate_length < 2` or no query has two grades.
+    /// [`Error::Config`] at `path` when no query has two grades.
     pub fn new(
         dataset: &LtrDataset,
         slate_length: usize,
@@ -135,12 +135,6 @@ impl SlateSampler {
         shard: Shard,
         path: &str,
     ) -> Result<Self> {
-        if slate_length < 2 {
-            return Err(Error::config(
-                format!("{path}.slate_length"),
-                "must be at least 2 (a relevant document and another)",
-            ));
-        }
         let queries = dataset.graded_queries(0);
         let Some(longest) = queries.iter().map(|(start, end)| end - start).max() else {
             return Err(Error::config(
@@ -375,13 +369,6 @@ mod tests {
 
     #[test]
     fn bad_settings_name_the_place() {
-        let err = SlateSampler::new(&dataset(), 1, Rng::new(0), Shard::WHOLE, "t.sampler")
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.starts_with("t.sampler.slate_length: must be at least 2"),
-            "{err}"
-        );
         let mut flat = dataset();
         flat.relevance.fill(1);
         let err = SlateSampler::new(&flat, 4, Rng::new(0), Shard::WHOLE, "t.sampler")

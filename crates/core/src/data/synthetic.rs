@@ -1,34 +1,13 @@
 use super::LtrDataset;
 use crate::config::SyntheticLtrConfig;
 use crate::rng::Rng;
-use crate::{Error, Result};
 
 /// Grade boundaries on the standardised score `(w·x + noise) / sqrt(1 + noise²)`.
 const GRADE_THRESHOLDS: [f64; 4] = [-1.0, -0.3, 0.3, 1.0];
 
 /// Builds the planted-signal dataset described by `config`; the same config gives the same data.
-///
-/// # Errors
-/// [`Error::Config`] (at `path`) for empty or non-finite settings.
-pub fn synthetic_ltr(config: &SyntheticLtrConfig, path: &str) -> Result<LtrDataset> {
-    for (field, value) in [
-        ("num_queries", config.num_queries),
-        ("docs_per_query", config.docs_per_query),
-        ("num_features", config.num_features),
-    ] {
-        if value == 0 {
-            return Err(Error::config(
-                format!("{path}.{field}"),
-                "must be at least 1",
-            ));
-        }
-    }
-    if !(config.noise.is_finite() && config.noise >= 0.0) {
-        return Err(Error::config(
-            format!("{path}.noise"),
-            "must be a finite number >= 0",
-        ));
-    }
+/// Its sizes are at least 1 and its noise at least 0: the configuration's value rules hold.
+pub fn synthetic_ltr(config: &SyntheticLtrConfig) -> LtrDataset {
     let dim = config.num_features as usize;
     let docs = (config.num_queries * config.docs_per_query) as usize;
 
@@ -60,12 +39,12 @@ pub fn synthetic_ltr(config: &SyntheticLtrConfig, path: &str) -> Result<LtrDatas
     let query_bounds = (0..=config.num_queries as usize)
         .map(|q| q * per_query)
         .collect();
-    Ok(LtrDataset {
+    LtrDataset {
         features,
         num_features: dim,
         relevance,
         query_bounds,
-    })
+    }
 }
 
 #[cfg(test)]
@@ -85,30 +64,19 @@ mod tests {
 
     #[test]
     fn deterministic_and_seed_dependent() {
-        let a = synthetic_ltr(&config(1), "d").unwrap();
-        assert_eq!(a, synthetic_ltr(&config(1), "d").unwrap());
-        assert_ne!(a.features, synthetic_ltr(&config(2), "d").unwrap().features);
+        let a = synthetic_ltr(&config(1));
+        assert_eq!(a, synthetic_ltr(&config(1)));
+        assert_ne!(a.features, synthetic_ltr(&config(2)).features);
         assert_eq!(a.num_docs(), 1000);
         assert_eq!(a.query_bounds.len(), 51);
     }
 
     #[test]
     fn every_grade_occurs() {
-        let a = synthetic_ltr(&config(1), "d").unwrap();
+        let a = synthetic_ltr(&config(1));
         for g in 0..=4u8 {
             let n = a.relevance.iter().filter(|r| **r == g).count();
             assert!(n > 50, "grade {g} occurs {n} times");
         }
-    }
-
-    #[test]
-    fn zero_queries_is_a_config_error() {
-        let mut c = config(1);
-        c.num_queries = 0;
-        let err = synthetic_ltr(&c, "learner.trainer.sampler.dataset").unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "learner.trainer.sampler.dataset.num_queries: must be at least 1"
-        );
     }
 }

@@ -241,22 +241,7 @@ fn jsonl_line(line: &str) -> std::result::Result<[Vec<i64>; 3], LineError> {
 /// # Errors
 /// [`Error::Config`] at `path` for impossible sizes.
 pub fn synthetic_triplets(config: &SyntheticTripletsConfig, path: &str) -> Result<TokenTriplets> {
-    let field = |name: &str, message: &str| Err(Error::config(format!("{path}.{name}"), message));
-    if config.num_triplets == 0 {
-        return field("num_triplets", "must be at least 1");
-    }
-    if config.vocab_size < 16 {
-        return field("vocab_size", "must be at least 16");
-    }
-    if config.query_length == 0 || config.query_length * 4 > config.vocab_size {
-        return field("query_length", "must be between 1 and vocab_size / 4");
-    }
-    if config.min_length < config.query_length || config.max_length < config.min_length {
-        return field(
-            "min_length",
-            "needs query_length <= min_length <= max_length",
-        );
-    }
+    config.validate(path)?;
     let vocab = config.vocab_size as usize;
     let mut rng = Rng::derive(config.seed, "synthetic-triplets");
     let mut triplets = TokenTriplets::new();

@@ -77,7 +77,7 @@ fn dataset(config: &DatasetConfig, js: &Js, path: &str) -> Result<LtrDataset> {
             Some(js) => js_dataset(js.as_ref(), &c.key, path),
             None => Err(no_js(path, "this dataset")),
         },
-        DatasetConfig::Synthetic(c) => synthetic_ltr(c, path),
+        DatasetConfig::Synthetic(c) => Ok(synthetic_ltr(c)),
         DatasetConfig::Letor(c) => Ok(read_letor(
             std::path::Path::new(&c.path),
             c.num_features.map(|n| n as usize),
@@ -149,12 +149,10 @@ fn loss_set(
             | TrainingHookConfig::RankNet(_)
             | TrainingHookConfig::Lambda(_)
             | TrainingHookConfig::ApproxNdcg(_)
-            | TrainingHookConfig::NeuralNdcg(_) => {
-                match listwise_loss(hook, &format!("{path}.hooks[{i}]"))? {
-                    Some(loss) => AnyLoss::Listwise(loss),
-                    None => continue,
-                }
-            }
+            | TrainingHookConfig::NeuralNdcg(_) => match listwise_loss(hook) {
+                Some(loss) => AnyLoss::Listwise(loss),
+                None => continue,
+            },
             TrainingHookConfig::LayerFreezer(_)
             | TrainingHookConfig::LayerSharer(_)
             | TrainingHookConfig::Js(_) => continue,
@@ -271,12 +269,6 @@ fn loss_trainer(
         return Err(Error::config(
             format!("{path}.model"),
             "a trainer-specific model is not supported yet",
-        ));
-    }
-    if config.batch_size == 0 {
-        return Err(Error::config(
-            format!("{path}.batch_size"),
-            "must be at least 1",
         ));
     }
     let rng = Rng::derive(seed, &format!("{path}/sampler"));
@@ -442,27 +434,17 @@ fn listener(
 ) -> Result<Box<dyn Listener>> {
     let js = sources.js;
     let path = format!("learner.listeners[{i}]");
-    let positive = |v: u64, field: &str| -> Result<u64> {
-        if v == 0 {
-            Err(Error::config(
-                format!("{path}.{field}"),
-                "must be at least 1",
-            ))
-        } else {
-            Ok(v)
-        }
-    };
     let validation_schedule = |warmup: i64,
                                interval: u64,
                                early_stop: u64,
                                info: &Option<String>|
-     -> Result<ValidationSchedule> {
-        Ok(ValidationSchedule {
+     -> ValidationSchedule {
+        ValidationSchedule {
             warmup,
-            validation_interval: positive(interval, "validation_interval")?,
+            validation_interval: interval,
             early_stop,
             info: info.as_ref().map(PathBuf::from),
-        })
+        }
     };
     Ok(match config {
         ListenerConfig::Ranking(c) => {
@@ -508,7 +490,7 @@ fn listener(
                     c.validation_interval,
                     c.early_stop,
                     &c.info,
-                )?,
+                ),
             })
         }
         ListenerConfig::ValidationLoss(c) => {
@@ -546,7 +528,7 @@ fn listener(
                 )?,
                 batching: EvaluationBatching::new(
                     &c.batcher,
-                    positive(c.batch_size, "batch_size")? as usize,
+                    c.batch_size as usize,
                     memory_probe(device)?,
                     &format!("{path}.batcher"),
                 )?,
@@ -556,7 +538,7 @@ fn listener(
                     c.validation_interval,
                     c.early_stop,
                     &c.info,
-                )?,
+                ),
             })
         }
         ListenerConfig::Js(c) => Box::new(JsListener {

@@ -913,8 +913,10 @@ pub(super) mod tests {
             out.warnings
         );
         let err = parse_learner(&demo_in("8-bit"))
-            .map(|c| learn(&c, &mut NoObserver, &AtomicBool::new(false)).unwrap_err());
-        assert_eq!(err.unwrap().code(), "ERR_CONFIG");
+            .and_then(|c| learn(&c, &mut NoObserver, &AtomicBool::new(false)))
+            .err()
+            .unwrap();
+        assert_eq!(err.code(), "ERR_CONFIG");
     }
 
     fn run_with_scaler(dir: &Path) -> (LearnerConfig, Run) {

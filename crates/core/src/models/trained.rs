@@ -75,9 +75,7 @@ impl TrainedModel {
     /// # Errors
     /// As [`TrainedModel::open`], and a libtorch error while moving the parameters.
     pub fn open_on(config_json: &str, weights: Option<&Path>, device: tch::Device) -> Result<Self> {
-        let config: ModelConfig = serde_json::from_str(config_json)
-            .map_err(|e| Error::config("model", format!("not a model configuration: {e}")))?;
-        config.validate("model")?;
+        let config = crate::config::parse_model(config_json)?;
         let mut model = build(&config, &mut Rng::new(0), "model")?;
         if let Some(weights) = weights {
             load_weights(model.as_ref(), weights)?;

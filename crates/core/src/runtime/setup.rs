@@ -145,7 +145,6 @@ impl Runtime {
             ));
         }
         let num_threads = match config.num_threads {
-            Some(0) => return Err(Error::config(path("num_threads"), "must be at least 1")),
             Some(n) => Some(n as usize),
             None if std::env::var_os(OMP_NUM_THREADS).is_some() => None,
             None => Some(default_threads()),
@@ -425,10 +424,8 @@ mod tests {
     }
 
     #[test]
-    fn zero_threads_are_rejected() {
+    fn num_threads_sets_the_thread_count() {
         let mut c = fabric("32-true", "cpu");
-        c.num_threads = Some(0);
-        assert!(Runtime::for_hardware(&c, CPU_ONLY).is_err());
         c.num_threads = Some(3);
         let (rt, _) = Runtime::for_hardware(&c, CPU_ONLY).unwrap();
         assert_eq!(rt.num_threads, Some(3));

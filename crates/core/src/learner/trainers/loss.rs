@@ -724,18 +724,14 @@ mod tests {
         const PER_RECORD: f64 = 1000.0;
 
         fn data() -> LtrDataset {
-            crate::data::synthetic_ltr(
-                &crate::config::SyntheticLtrConfig {
-                    signal_seed: 1,
-                    seed: 2,
-                    num_queries: 10,
-                    docs_per_query: 8,
-                    num_features: 4,
-                    noise: 0.5,
-                },
-                "d",
-            )
-            .unwrap()
+            crate::data::synthetic_ltr(&crate::config::SyntheticLtrConfig {
+                signal_seed: 1,
+                seed: 2,
+                num_queries: 10,
+                docs_per_query: 8,
+                num_features: 4,
+                noise: 0.5,
+            })
         }
 
         fn model() -> Box<dyn Model> {

@@ -11,18 +11,14 @@ use crate::models::{MlpScorer, Model};
 use crate::rng::Rng;
 
 fn slates(count: usize, slate_length: usize) -> Batch {
-    let data = synthetic_ltr(
-        &SyntheticLtrConfig {
-            signal_seed: 1,
-            seed: 2,
-            num_queries: 12,
-            docs_per_query: 9,
-            num_features: 4,
-            noise: 0.5,
-        },
-        "d",
-    )
-    .unwrap();
+    let data = synthetic_ltr(&SyntheticLtrConfig {
+        signal_seed: 1,
+        seed: 2,
+        num_queries: 12,
+        docs_per_query: 9,
+        num_features: 4,
+        noise: 0.5,
+    });
     let mut sampler =
         SlateSampler::new(&data, slate_length, Rng::new(3), Shard::WHOLE, "s").unwrap();
     sampler.next_batch(count).unwrap()
