@@ -18,6 +18,7 @@ import {
   type Packed,
   RecordStream,
   type SamplerKind,
+  dimsColumns,
   dimsProviderBehaviour,
   packRecords,
   packedDataset,
@@ -104,7 +105,7 @@ export function javaScriptParts(side: JsSide): string[] {
 type DataRequest =
   | { kind: "dataset"; key: string }
   | { kind: "records"; key: string; start: number; count: number; rank: number; world: number }
-  | { kind: "dims"; key: string; records: Record<string, unknown> }
+  | { kind: "dims"; key: string; records: Record<string, unknown>; batch_size_variable: string }
   | { kind: "probe"; key: string; dims: Record<string, number> };
 
 /** What the user gave `learn()` that the bridge calls. */
@@ -136,11 +137,8 @@ async function answerData(side: JsSide, request: DataRequest, call: ForeignCall)
       return packedReply(packRecords(provider.behaviour.kind, [...records]));
     }
     const records = unpackRecords({ json: request.records, floats: call.floats, ints: call.ints });
-    const dims = provider.behaviour.computeBatchDims(provider.config, records as never);
-    for (const [name, value] of Object.entries(dims)) {
-      if (!Number.isInteger(value) || value < 0) throw new Error(`computeBatchDims gave ${name} = ${value}, not a whole number`);
-    }
-    return { json: JSON.stringify(dims) };
+    const dims = provider.behaviour.recordDims(provider.config, records as never);
+    return { json: JSON.stringify(dimsColumns(provider.behaviour, dims, records.length, request.batch_size_variable)) };
   }
   const sampler = must(side.samplers.get(request.key), "sampler", request.key);
   const records = await sampler.stream.take(request.start, request.count, request.rank, request.world);

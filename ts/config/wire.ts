@@ -11,8 +11,8 @@ export type Wire = null | boolean | number | string | Wire[] | { [key: string]: 
 
 /**
  * The JSON document the Rust core reads (its serde mirrors): every configuration as an object
- * whose first key is its type id, sets as arrays, unset optional values left out, and the
- * generated paths of the job filled in.
+ * whose first key is its type id, sets as arrays, unset optional values left out, the generated
+ * paths of the job filled in, and what its class derives for the core (`ClassOptions.wire`).
  */
 export function toWire(config: object, paths?: GeneratedPaths, standIn: (config: object) => Wire | undefined = () => undefined): Wire {
   const seen = new Set<object>();
@@ -39,6 +39,7 @@ export function toWire(config: object, paths?: GeneratedPaths, standIn: (config:
       const v = spec.kind === "generated" ? paths?.get(config)?.get(name) : value(record[name]);
       if (v !== undefined) out[name] = v;
     }
+    Object.assign(out, cls?.options.wire?.(config as never));
     seen.delete(config);
     return out;
   };

@@ -1,5 +1,6 @@
 use std::collections::BTreeMap;
 
+use super::super::formula::tests::{names, square_formula, square_terms};
 use super::super::memory::SimulatedDevice;
 use super::super::packers::tests::{length_dims, Lengths};
 use super::*;
@@ -7,23 +8,13 @@ use crate::config::{
     AdaptivePackerConfig, BatchDimsProviderConfig, NoParams, PackerConfig, ProbePointConfig, Typed,
 };
 
-fn names(list: &[&str]) -> Vec<String> {
-    list.iter().map(|s| s.to_string()).collect()
-}
-
 fn dims(bs: u64, l: u64) -> Dims {
     Dims::from([("bs".to_string(), bs), ("l".to_string(), l)])
 }
 
 /// The true cost `a·bs·l² + b·bs·l + c` as a model with set coefficients.
 fn truth(a: f64, b: f64, c: f64) -> CostModel {
-    let f = Formula::parse(
-        "a*bs*l**2 + b*bs*l + c",
-        &names(&["a", "b", "c"]),
-        &names(&["bs", "l"]),
-    )
-    .unwrap();
-    let mut m = CostModel::new(f, "bs", "truth").unwrap();
+    let mut m = CostModel::new(square_formula(), "bs", "truth").unwrap();
     m.set_coefficients(vec![a, b, c, 0.0]).unwrap();
     m
 }
@@ -31,6 +22,7 @@ fn truth(a: f64, b: f64, c: f64) -> CostModel {
 fn predictive_config(probes: &[(u64, u64)], packer: PackerConfig) -> PredictiveBatcherConfig {
     PredictiveBatcherConfig {
         formula: "a*bs*l**2 + b*bs*l + c".into(),
+        formula_terms: square_terms(),
         coefficient_names: names(&["a", "b", "c"]),
         variable_names: names(&["bs", "l"]),
         batch_size_variable: "bs".into(),
@@ -389,8 +381,8 @@ fn configurations_are_checked_with_their_paths() {
         "{partial}"
     );
     let mut formula = predictive_config(&REFERENCE_PROBES, uniform());
-    formula.formula = "a*bs + d".into();
-    assert!(build(formula).starts_with("b.formula: undeclared symbols: d"));
+    formula.formula_terms[1].coefficient = Some("d".into());
+    assert!(build(formula).starts_with("b.formula_terms[1]: \"d\" is not one of the coefficients"));
     let mut fraction = predictive_config(&REFERENCE_PROBES, uniform());
     fraction.memory_fraction = 1.5;
     assert!(build(fraction).starts_with("b.memory_fraction"));

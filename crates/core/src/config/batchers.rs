@@ -22,8 +22,10 @@ config_enum! {
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct PredictiveBatcherConfig {
-    /// Canonical cost formula, linear in the coefficients.
+    /// The cost formula as written: what identifiers hash. The core reads `formula_terms`.
     pub formula: String,
+    /// The formula expanded by TypeScript, its only parser, in canonical order.
+    pub formula_terms: Vec<FormulaTermConfig>,
     /// Unknown coefficients of the formula.
     pub coefficient_names: Vec<String>,
     /// Input variables of the formula.
@@ -42,14 +44,47 @@ pub struct PredictiveBatcherConfig {
     pub packer: PackerConfig,
 }
 
+/// One term of an expanded cost formula: `factor × Π variable^power`, times `coefficient` when
+/// there is one (otherwise a known part of the cost, not fitted).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct FormulaTermConfig {
+    /// The coefficient the term multiplies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coefficient: Option<String>,
+    /// A whole number.
+    pub factor: f64,
+    /// The power of each variable of the term.
+    pub powers: BTreeMap<String, u32>,
+}
+
+impl FormulaTermConfig {
+    /// `coefficient × Π variable^power`, e.g. `of("a", &[("bs", 1), ("l", 2)])` for `a*bs*l**2`.
+    pub fn of(coefficient: &str, powers: &[(&str, u32)]) -> Self {
+        FormulaTermConfig {
+            coefficient: Some(coefficient.to_string()),
+            ..FormulaTermConfig::known(1.0, powers)
+        }
+    }
+
+    /// The coefficient-free `factor × Π variable^power`.
+    pub fn known(factor: f64, powers: &[(&str, u32)]) -> Self {
+        FormulaTermConfig {
+            coefficient: None,
+            factor,
+            powers: powers.iter().map(|(v, p)| (v.to_string(), *p)).collect(),
+        }
+    }
+}
+
 /// `xpm_torch.batchers.BatchDimsProvider`.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct BatchDimsProviderConfig {
     /// Points at which memory is probed.
     pub probe_dims: Vec<Typed<ProbePointConfig>>,
-    /// The key of a provider written in TypeScript, whose `computeBatchDims` and
-    /// `buildProbeBatch` run on the JavaScript side.
+    /// The key of a provider written in TypeScript, whose `recordDims` and `buildProbeBatch`
+    /// run on the JavaScript side.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub js_key: Option<String>,
 }
