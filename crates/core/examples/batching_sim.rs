@@ -83,7 +83,7 @@ fn model(coefficients: [f64; 3]) -> CostModel {
 }
 
 fn predictive(packer: PackerConfig, probes: &[(u64, u64)]) -> BatcherConfig {
-    BatcherConfig::Predictive(PredictiveBatcherConfig {
+    BatcherConfig::Predictive(Box::new(PredictiveBatcherConfig {
         formula: "a*bs*l**2 + b*bs*l + c".into(),
         formula_terms: square_terms(),
         coefficient_names: names(&["a", "b", "c"]),
@@ -104,7 +104,7 @@ fn predictive(packer: PackerConfig, probes: &[(u64, u64)]) -> BatcherConfig {
             js_key: None,
         }),
         packer,
-    })
+    }))
 }
 
 /// Outer batches of lengths log-uniform in [16, 512].

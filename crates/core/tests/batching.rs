@@ -118,7 +118,7 @@ fn predictive(packer: PackerConfig) -> BatcherConfig {
             values: BTreeMap::from([("bs".into(), bs), ("l".into(), l)]),
         })
     };
-    BatcherConfig::Predictive(PredictiveBatcherConfig {
+    BatcherConfig::Predictive(Box::new(PredictiveBatcherConfig {
         formula: "a*bs*l**2 + b*bs*l + c".into(),
         formula_terms: vec![
             FormulaTermConfig::of("a", &[("bs", 1), ("l", 2)]),
@@ -136,7 +136,7 @@ fn predictive(packer: PackerConfig) -> BatcherConfig {
             js_key: None,
         }),
         packer,
-    })
+    }))
 }
 
 /// Gradients and stepped weights after processing one outer batch with `config`, and the

@@ -191,7 +191,7 @@ fn power_adaptative_lets_other_errors_through() {
 fn an_unfitted_predictive_batcher_refuses_to_process() {
     // Reference scenario 20.
     let mut b = Batcher::new(
-        &BatcherConfig::Predictive(predictive_config(&REFERENCE_PROBES, uniform())),
+        &BatcherConfig::Predictive(Box::new(predictive_config(&REFERENCE_PROBES, uniform()))),
         16,
         Box::new(device(1 << 40, truth(1.0, 0.0, 0.0))),
         "trainer.batcher",
@@ -212,7 +212,7 @@ fn probing_fits_the_device_and_skips_probes_that_do_not_fit() {
     probes.push((64, 4096)); // ~2 GiB: out of memory
     probes.push((2, 256));
     let mut b = Batcher::new(
-        &BatcherConfig::Predictive(predictive_config(&probes, uniform())),
+        &BatcherConfig::Predictive(Box::new(predictive_config(&probes, uniform()))),
         16,
         Box::new(sim.clone()),
         "batcher",
@@ -248,7 +248,7 @@ fn probing_fits_the_device_and_skips_probes_that_do_not_fit() {
 #[test]
 fn a_probe_error_other_than_out_of_memory_stops_probing() {
     let mut b = Batcher::new(
-        &BatcherConfig::Predictive(predictive_config(&REFERENCE_PROBES, uniform())),
+        &BatcherConfig::Predictive(Box::new(predictive_config(&REFERENCE_PROBES, uniform()))),
         16,
         Box::new(device(1 << 40, truth(1.0, 0.0, 0.0))),
         "batcher",
@@ -273,7 +273,7 @@ fn the_budget_is_reread_for_every_outer_batch() {
     config.memory_fraction = 0.5;
     let sim = device(capacity, truth(1.0, 0.0, 0.0));
     let mut b = Batcher::new(
-        &BatcherConfig::Predictive(config),
+        &BatcherConfig::Predictive(Box::new(config)),
         16,
         Box::new(sim.clone()),
         "batcher",
@@ -297,7 +297,7 @@ fn the_overhead_comes_off_the_budget() {
     config.memory_fraction = 0.5;
     config.extra_overhead_bytes = 100;
     let mut b = Batcher::new(
-        &BatcherConfig::Predictive(config),
+        &BatcherConfig::Predictive(Box::new(config)),
         16,
         Box::new(SimulatedDevice::new(
             1_000,
@@ -311,7 +311,7 @@ fn the_overhead_comes_off_the_budget() {
     .unwrap();
     assert_eq!(b.budget().unwrap(), 300.0);
     let mut b = Batcher::new(
-        &BatcherConfig::Predictive(predictive_config(&REFERENCE_PROBES, uniform())),
+        &BatcherConfig::Predictive(Box::new(predictive_config(&REFERENCE_PROBES, uniform()))),
         16,
         Box::new(SimulatedDevice::new(
             1_000,
@@ -335,7 +335,7 @@ fn predictive_runs_the_packers_groups() {
     config.memory_fraction = 0.5;
     let sim = device(2 * 4 * 128 * 128, truth(1.0, 0.0, 0.0));
     let mut b = Batcher::new(
-        &BatcherConfig::Predictive(config),
+        &BatcherConfig::Predictive(Box::new(config)),
         64,
         Box::new(sim.clone()),
         "batcher",
@@ -353,7 +353,7 @@ fn predictive_runs_the_packers_groups() {
 fn configurations_are_checked_with_their_paths() {
     let build = |config: PredictiveBatcherConfig| {
         Batcher::new(
-            &BatcherConfig::Predictive(config),
+            &BatcherConfig::Predictive(Box::new(config)),
             8,
             Box::new(device(1, truth(1.0, 0.0, 0.0))),
             "b",
@@ -391,7 +391,7 @@ fn configurations_are_checked_with_their_paths() {
     assert!(build(variable).starts_with("b.batch_size_variable"));
     // Reference scenario 14: a valid configuration passes.
     let valid = Batcher::new(
-        &BatcherConfig::Predictive(predictive_config(&REFERENCE_PROBES, uniform())),
+        &BatcherConfig::Predictive(Box::new(predictive_config(&REFERENCE_PROBES, uniform()))),
         8,
         Box::new(device(1, truth(1.0, 0.0, 0.0))),
         "b",

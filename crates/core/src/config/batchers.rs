@@ -14,7 +14,7 @@ config_enum! {
         /// Shrinks the micro-batch on out-of-memory (single process only).
         PowerAdaptative(NoParams) = "xpm_torch.batchers.PowerAdaptativeBatcher",
         /// Sizes micro-batches from a fitted memory formula.
-        Predictive(PredictiveBatcherConfig) = "xpm_torch.batchers.PredictiveBatcher",
+        Predictive(Box<PredictiveBatcherConfig>) = "xpm_torch.batchers.PredictiveBatcher",
     }
 }
 

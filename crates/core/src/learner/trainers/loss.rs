@@ -728,7 +728,7 @@ mod tests {
                     values: BTreeMap::from([("bs".into(), bs)]),
                 })
             };
-            BatcherConfig::Predictive(PredictiveBatcherConfig {
+            BatcherConfig::Predictive(Box::new(PredictiveBatcherConfig {
                 formula: "a*bs + c".into(),
                 formula_terms: vec![
                     FormulaTermConfig::of("a", &[("bs", 1)]),
@@ -745,7 +745,7 @@ mod tests {
                     js_key: None,
                 }),
                 packer,
-            })
+            }))
         }
 
         /// Gradients after one step of a LossTrainer with `config` on a device of `capacity`,
