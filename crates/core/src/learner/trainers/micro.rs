@@ -129,7 +129,7 @@ impl RecordDims {
             };
             dims = dims
                 .with(name, combine, values)
-                .map_err(|e| bad(e.to_string()))?;
+                .map_err(|e| Error::Callback(format!("{what}: {e}")))?;
         }
         Ok(dims)
     }
@@ -334,3 +334,7 @@ pub(crate) fn memory_probe(device: Device) -> Result<Box<dyn MemoryProbe>> {
         _ => Box::new(CpuMemory::new(None)?),
     })
 }
+
+#[cfg(test)]
+#[path = "micro_tests.rs"]
+mod tests;
