@@ -4,11 +4,14 @@
 //             difference to the same job with the core's built-in sampler;
 //   hook      the per-step cost of a no-op TypeScript step hook (the same job with and without);
 //   letor     steps/s of the LETOR MLP job (46 -> 64 -> 1, batches of 32 pairs, hinge, Adam).
+//   dims      the per-step cost of a BatchDimsProvider written in TypeScript under a
+//             PredictiveBatcher with the AdaptivePacker (the LETOR job, formula a*bs*l + c), as
+//             the difference to the same job with the built-in provider (which gives the same l).
 // Steps/s come from the epoch reports (the training loop only). Prints one JSON object with the
 // load average before and after, since the numbers mean little on a busy machine; run the
 // script of the old and the new build back to back.
 //
-//   node benchmarks/bridge.mjs [--repeats 3] [--only sampler,hook,letor]
+//   node benchmarks/bridge.mjs [--repeats 3] [--only sampler,hook,letor,dims]
 import { mkdtempSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -16,21 +19,27 @@ import { parseArgs } from "node:util";
 
 import {
   Adam,
+  AdaptivePacker,
+  BatchDimsProvider,
   HingeLoss,
   Learner,
   LossTrainer,
   MlpScorer,
   PairwiseSampler,
   ParameterOptimizer,
+  PredictiveBatcher,
+  ProbePoint,
   Random,
   SyntheticLtrDataset,
+  defineBatchDimsProvider,
   defineHook,
   defineSampler,
   learn,
+  sealedSet,
 } from "../dist/index.js";
 
 const { values: args } = parseArgs({
-  options: { repeats: { type: "string", default: "3" }, only: { type: "string", default: "sampler,hook,letor" } },
+  options: { repeats: { type: "string", default: "3" }, only: { type: "string", default: "sampler,hook,letor,dims" } },
 });
 const repeats = Number(args.repeats);
 const only = new Set(args.only.split(","));
@@ -68,12 +77,53 @@ const NoOpHook = defineHook(
   },
 );
 
-function learner({ sampler, features, hidden, batch, steps, hooks = [] }) {
+let dimsCalls = 0;
+// The feature count as `l`, as the built-in provider gives it for feature records. It answers
+// both the per-batch API (recordDims) and the per-group one it replaced (computeBatchDims), so
+// that the builds before and after the change run this same script.
+const FeatureDims = defineBatchDimsProvider(
+  "bench.FeatureDims",
+  {},
+  {
+    kind: "pairwise",
+    recordDims(_self, records) {
+      dimsCalls += 1;
+      return records.map((r) => ({ l: r.positive.length }));
+    },
+    computeBatchDims(_self, records) {
+      dimsCalls += 1;
+      return { bs: records.length, l: Math.max(...records.map((r) => r.positive.length)) };
+    },
+    buildProbeBatch(_self, dims) {
+      const features = new Float32Array(dims.l).fill(0.5);
+      return Array.from({ length: dims.bs }, () => ({ positive: features, negative: features }));
+    },
+  },
+);
+
+function adaptiveBatcher(provider) {
+  const probe_dims = sealedSet(...[8, 16, 32].map((bs) => ProbePoint.C({ values: { bs, l: 46 } })));
+  return PredictiveBatcher.C({
+    formula: "a*bs*l + c",
+    coefficient_names: ["a", "c"],
+    variable_names: ["bs", "l"],
+    dims_provider: provider.C({ probe_dims }),
+    packer: AdaptivePacker.C({ sort_by: "l" }),
+  });
+}
+
+function learner({ sampler, features, hidden, batch, steps, hooks = [], batcher }) {
   const epochs = 2;
   return Learner.C({
     random: Random.C({ seed: 1 }),
     model: MlpScorer.C({ input_dim: features, hidden_dims: hidden }),
-    trainer: LossTrainer.C({ sampler, batch_size: batch, num_workers: 0, hooks: [HingeLoss.C({ margin: 1.0 }), ...hooks] }),
+    trainer: LossTrainer.C({
+      sampler,
+      batch_size: batch,
+      num_workers: 0,
+      hooks: [HingeLoss.C({ margin: 1.0 }), ...hooks],
+      ...(batcher ? { batcher } : {}),
+    }),
     max_epochs: epochs,
     steps_per_epoch: steps / epochs,
     checkpoint_interval: epochs,
@@ -152,6 +202,24 @@ if (only.has("hook")) {
 if (only.has("letor")) {
   const sps = await measure(learner({ sampler: letorSampler(46), features: 46, hidden: [64], batch: 32, steps: 4000 }));
   out.letor = { steps_per_second: sps.best, runs: sps.runs };
+}
+if (only.has("dims")) {
+  const job = { sampler: letorSampler(46), features: 46, hidden: [64], batch: 32, steps: 1000 };
+  const builtin = [];
+  const typescript = [];
+  dimsCalls = 0;
+  for (let r = 0; r < repeats; r++) {
+    builtin.push(await stepsPerSecond(learner({ ...job, batcher: adaptiveBatcher(BatchDimsProvider) })));
+    typescript.push(await stepsPerSecond(learner({ ...job, batcher: adaptiveBatcher(FeatureDims) })));
+  }
+  if (dimsCalls === 0) throw new Error("the TypeScript dims provider never ran");
+  out.dims = {
+    batch: job.batch,
+    per_step_microseconds: (1 / best(typescript) - 1 / best(builtin)) * 1e6,
+    dims_calls_per_run: dimsCalls / repeats,
+    steps_per_second_builtin_provider: builtin,
+    steps_per_second_typescript_provider: typescript,
+  };
 }
 out.load_after = loadavg();
 console.log(JSON.stringify(out, null, 1));

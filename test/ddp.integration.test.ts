@@ -10,6 +10,7 @@ import { DistributedError, fromNative } from "../ts/errors.js";
 import { loadNative } from "../ts/native.js";
 import { repoRoot, userEnv } from "./helpers/node.js";
 import { readSafetensors } from "./helpers/safetensors.js";
+import { simulatedMemory } from "./helpers/simulated-memory.js";
 
 const CHILD = join(repoRoot, "test", "helpers", "ddp-child.mjs");
 const workspace = () => mkdtempSync(join(tmpdir(), "xpm-ddp-"));
@@ -122,7 +123,7 @@ describe("ddp through learn()", () => {
   it("an out-of-memory on rank 1 only makes both ranks shrink and replay together", () => {
     const plain = train(workspace(), 2, 32, 2, 5, { batcher: "power" });
     // Rank 1 gets a simulated device holding 12 records: 32 and 16 do not fit there, 10 does.
-    const simulated = JSON.stringify({ capacity: 12_000, formula: "a*bs", coefficients: { a: 1000 }, ranks: [1] });
+    const simulated = simulatedMemory({ capacity: 12_000, formula: "a*bs", coefficients: { a: 1000 }, ranks: [1] });
     const shrunk = train(workspace(), 2, 32, 2, 5, { batcher: "power", env: { XPM_TORCH_SIMULATED_MEMORY: simulated } });
     // The workers' warnings reach the launcher's stderr prefixed by their rank: rank 0 shrank
     // because of rank 1, rank 1 because of its own device.

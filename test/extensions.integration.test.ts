@@ -50,7 +50,7 @@ const Pairs = defineSampler("tests.ext.Pairs", {}, {
 });
 const Dims = defineBatchDimsProvider("tests.ext.Dims", {}, {
   kind: "pairwise",
-  computeBatchDims: (_self, records) => ({ bs: records.length }),
+  recordDims: (_self, records) => records.map(() => ({})),
   buildProbeBatch: (_self, dims) => Array.from({ length: dims.bs! }, () => ({ positive: [1, 0, 0, 0], negative: [0, 1, 0, 0] })),
 });
 const StepHook = defineHook("tests.ext.Step", {}, { kind: "step" });

@@ -28,6 +28,7 @@ import {
 import { int } from "../ts/config/types.js";
 import { param } from "../ts/config/declare.js";
 import { readSafetensors } from "./helpers/safetensors.js";
+import { simulatedMemory } from "./helpers/simulated-memory.js";
 
 const workspace = () => mkdtempSync(join(tmpdir(), "xpm-learner-"));
 const data = (seed: number, signal_seed = 2026) =>
@@ -290,7 +291,7 @@ describe("micro-batching", () => {
       withTrainer(demoLearner({ max_epochs: 2, steps_per_epoch: 20 }), { batch_size: 128, ...(batcher ? { batcher: batcher as never } : {}) });
     const plain = await learn(config(), { workspace: workspace(), quiet: true });
     // A simulated device holding 40 records: 128, 64 and 42 do not fit, 32 does.
-    process.env.XPM_TORCH_SIMULATED_MEMORY = JSON.stringify({ capacity: 40_000, formula: "a*bs", coefficients: { a: 1000 } });
+    process.env.XPM_TORCH_SIMULATED_MEMORY = simulatedMemory({ capacity: 40_000, formula: "a*bs", coefficients: { a: 1000 } });
     try {
       const warnings: string[] = [];
       const split = await learn(config(PowerAdaptativeBatcher.C({})), { workspace: workspace(), quiet: true, onWarning: (m) => warnings.push(m) });
@@ -312,11 +313,10 @@ describe("micro-batching", () => {
       {},
       {
         kind: "pairwise",
-        computeBatchDims(_self, records) {
+        recordDims(_self, records) {
           calls.dims += 1;
           calls.records += records.length;
-          const positives = records.map((r) => Array.from(r.positive).filter((v) => v > 0).length);
-          return { bs: records.length, h: Math.max(...positives) };
+          return records.map((r) => ({ h: Array.from(r.positive).filter((v) => v > 0).length }));
         },
         buildProbeBatch(_self, dims) {
           calls.probes.push(`${dims.bs}x${dims.h}`);
@@ -339,6 +339,67 @@ describe("micro-batching", () => {
     expect(calls.dims).toBe(40);
     expect(calls.records).toBe(40 * 128);
     expect(result.epochs[1]!.step).toBe(40);
+  });
+
+  it("a TypeScript dims provider under the AdaptivePacker is asked once per outer batch and packs as computed by hand", async () => {
+    const { AdaptivePacker, PredictiveBatcher, ProbePoint, defineBatchDimsProvider } = await import("../ts/index.js");
+    const { sealedSet } = await import("../ts/config/types.js");
+    const batches: number[][] = [];
+    const PositiveDims = defineBatchDimsProvider(
+      "tests.PositiveFeatureCount",
+      {},
+      {
+        kind: "pairwise",
+        recordDims(_self, records) {
+          const counts = records.map((r) => Array.from(r.positive).filter((v) => v > 0).length);
+          batches.push(counts);
+          return counts.map((l) => ({ l }));
+        },
+        buildProbeBatch(_self, dims) {
+          const features = Array.from({ length: 16 }, (_, i) => (i < dims.l! ? 1 : -1));
+          return Array.from({ length: dims.bs! }, () => ({ positive: features, negative: features }));
+        },
+      },
+    );
+    const probe = (bs: number, l: number) => ProbePoint.C({ values: { bs, l } });
+    const batcher = PredictiveBatcher.C({
+      formula: "a*bs*l",
+      coefficient_names: ["a"],
+      variable_names: ["bs", "l"],
+      memory_fraction: 1,
+      dims_provider: PositiveDims.C({ probe_dims: sealedSet(probe(1, 4), probe(2, 8)) }),
+      packer: AdaptivePacker.C({}),
+    });
+    // A simulated device where a micro-batch costs 1000·bs·l bytes (l: its largest record's).
+    const capacity = 60_500;
+    process.env.XPM_TORCH_SIMULATED_MEMORY = simulatedMemory({ capacity, formula: "a*bs*l", coefficients: { a: 1000 } });
+    try {
+      const config = withTrainer(demoLearner({ max_epochs: 2, steps_per_epoch: 10 }), { batcher, batch_size: 32 });
+      const result = await learn(config, { workspace: workspace(), quiet: true });
+      expect(batches).toHaveLength(20);
+      // The greedy packing of each batch, from the records' values alone.
+      const groups = batches.map((counts) => {
+        let n = 0;
+        let size = 0;
+        let longest = 0;
+        for (const l of counts) {
+          const joined = Math.max(longest, l);
+          if (size > 0 && 1000 * (size + 1) * joined > capacity) {
+            n += 1;
+            [size, longest] = [1, l];
+          } else {
+            [size, longest] = [size + 1, joined];
+          }
+        }
+        return n + 1;
+      });
+      expect(Math.min(...groups)).toBeGreaterThan(1);
+      const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+      expect(result.epochs[0]!.train["batcher/micro_batches"]).toBeCloseTo(mean(groups.slice(0, 10)), 9);
+      expect(result.epochs[1]!.train["batcher/micro_batches"]).toBeCloseTo(mean(groups.slice(10)), 9);
+    } finally {
+      delete process.env.XPM_TORCH_SIMULATED_MEMORY;
+    }
   });
 
   it("refuses a formula variable the built-in records do not give, naming the batcher", async () => {

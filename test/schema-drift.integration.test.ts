@@ -56,18 +56,26 @@ const classes = new Map(registeredClasses().map((cls) => [cls.typeId, cls]));
 const omissibleOf = (typeId: string) =>
   new Set(Object.entries(classes.get(typeId)!.params).flatMap(([name, { spec }]) => (spec.optional ? [name] : [])));
 
+/** What the wire holds beside the parameters: what the class derives for the core (`ClassOptions.wire`). */
+const derivedOf = (typeId: string, wire: Wire) => Object.keys(wire).filter((k) => k !== TYPE_KEY && !(k in classes.get(typeId)!.params));
+
 /** The classes with a contract sample, each with its wire and its schema. */
 const cases = Object.keys(SAMPLES)
   .filter((typeId) => typeId in defs)
-  .map((typeId) => ({ typeId, wire: toWire(SAMPLES[typeId]!()) as Wire, def: defs[typeId]!, omissible: omissibleOf(typeId) }));
+  .map((typeId) => {
+    const wire = toWire(SAMPLES[typeId]!()) as Wire;
+    return { typeId, wire, def: defs[typeId]!, omissible: omissibleOf(typeId), derived: derivedOf(typeId, wire) };
+  });
 
 describe("the Rust mirrors agree with the TypeScript schema", () => {
   it("covers every class of the schema that has a sample", () => {
     expect(cases.length).toBeGreaterThan(50);
     for (const { wire, typeId } of cases) expect(wire[TYPE_KEY]).toBe(typeId);
+    // The formula's expanded terms: the core has no parser of its own.
+    expect(cases.find((c) => c.typeId === "xpm_torch.batchers.PredictiveBatcher")?.derived).toEqual(["formula_terms"]);
   });
 
-  it.each(cases)("$typeId: the same names, types and optionality", ({ typeId, wire, def, omissible }) => {
+  it.each(cases)("$typeId: the same names, types and optionality", ({ typeId, wire, def, omissible, derived }) => {
     const problems: string[] = [];
     for (const [name, schema] of Object.entries(def.properties)) {
       if (name === TYPE_KEY) continue;
@@ -88,10 +96,17 @@ describe("the Rust mirrors agree with the TypeScript schema", () => {
         else if (!`${read.error.path} ${read.error.message}`.includes(name)) problems.push(`${name}: Rust refuses another field (${read.error.message})`);
       }
     }
-    // Names the other way: what Rust writes back, TypeScript must declare (constants and
-    // generated paths included, which the schema leaves out).
+    // What TypeScript derives for the core, Rust must require, at its type.
+    for (const name of derived) {
+      if ("value" in rustReads(withoutField(wire, name))) problems.push(`${name}: derived for the core, but Rust reads the object without it`);
+      const wrong = rustReads(withField(wire, name, true));
+      if ("value" in wrong) problems.push(`${name}: Rust accepts true where TypeScript derives ${JSON.stringify(wire[name])}`);
+      else if (!`${wrong.error.path} ${wrong.error.message}`.includes(name)) problems.push(`${name}: Rust refuses another field (${wrong.error.message})`);
+    }
+    // Names the other way: what Rust writes back, TypeScript must declare or derive (constants
+    // and generated paths included, which the schema leaves out).
     const read = rustReads(wire);
-    const known = new Set([TYPE_KEY, ...Object.keys(classes.get(wire[TYPE_KEY] as string)!.params)]);
+    const known = new Set([TYPE_KEY, ...Object.keys(classes.get(wire[TYPE_KEY] as string)!.params), ...derived]);
     if ("value" in read) problems.push(...Object.keys(read.value as Wire).filter((k) => !known.has(k)).map((k) => `${k}: a Rust field TypeScript does not declare`));
     else problems.push(`the sample itself is refused: ${read.error.message}`);
     expect(problems).toEqual([]);

@@ -13,6 +13,7 @@ export { identifierOf, markAsOutputOf, setInitTasks, setMeta } from "./config/id
 export * from "./errors.js";
 export {
   defineBatchDimsProvider,
+  type DimsCombine,
   type DimsProviderBehaviour,
   defineSampler,
   inMemoryLtrDataset,

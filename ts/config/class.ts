@@ -4,6 +4,7 @@ import { ConfigError } from "../errors.js";
 import type { InputOf, Issue, Params, ParamSpec, ValuesOf } from "./declare.js";
 import { ruleMessage, ruleOfIssue } from "./rules.js";
 import type { ValueDesc } from "./types.js";
+import type { Wire } from "./wire.js";
 
 /** The key holding a configuration object's type id; always its first key. */
 export const TYPE_KEY = "__xpmtype__";
@@ -14,6 +15,11 @@ export type Config<Id extends string = string, V extends object = object> = Read
 export interface ClassOptions<P extends Params> {
   /** Cross-field rules and canonicalisation; runs after the schema, before freezing. */
   validate?(values: ValuesOf<P>, issue: Issue): Partial<ValuesOf<P>> | void;
+  /**
+   * What the core reads beside the parameters, derived from them once here rather than again in
+   * Rust (e.g. a formula's expanded terms). Never part of the identity.
+   */
+  wire?(values: ValuesOf<P>): Readonly<Record<string, Wire>>;
   /** `task` for what `learn()` runs; informative otherwise. */
   readonly kind?: "config" | "task";
   /** Object identity matters (see identifiers.md §6.3). */

@@ -1,9 +1,8 @@
 /**
- * Memory cost formulas of the PredictiveBatcher, canonicalised exactly as the Rust core does
- * (`crates/core/src/batching/formula.rs`): parsed with Python's precedence, expanded with exact
- * fractions, grouped by coefficient, rendered in the reference's canonical text. The text enters
- * experiment identifiers, so both sides must agree byte for byte; the shared case table
- * `crates/core/tests/fixtures/formulas.json` is checked by a Rust test and a TypeScript test.
+ * Memory cost formulas of the PredictiveBatcher: parsed with Python's precedence, expanded with
+ * exact fractions, grouped by coefficient, checked, and rendered in the reference's canonical
+ * text (case table: `test/fixtures/formulas.json`). This is the only parser: the core receives
+ * the expanded terms (`formulaTerms`, the `formula_terms` of the wire) and never reads the text.
  */
 
 import { Polynomial, Rational, TooLarge } from "./polynomial.js";
@@ -190,8 +189,18 @@ function renderMonomial(m: Monomial, variables: readonly string[]): string {
   return factors.join("*");
 }
 
-/** Splits the expanded polynomial into per-coefficient groups and renders the canonical text. */
-function render(poly: Polynomial, coefficients: readonly string[], variables: readonly string[]): string {
+/** A formula expanded and grouped: one polynomial in the variables per coefficient, plus the rest. */
+interface Expanded {
+  readonly coefficients: readonly string[];
+  readonly variables: readonly string[];
+  /** The monomials multiplying each coefficient, by exponent tuple descending. */
+  readonly groups: readonly (readonly Monomial[])[];
+  /** The coefficient-free part (known, not fitted). */
+  readonly constant: readonly Monomial[];
+}
+
+/** Splits the expanded polynomial into per-coefficient groups, checking it is linear in them. */
+function split(poly: Polynomial, coefficients: readonly string[], variables: readonly string[]): Expanded {
   const n = coefficients.length;
   const groups: Monomial[][] = coefficients.map(() => []);
   const constant: Monomial[] = [];
@@ -217,6 +226,11 @@ function render(poly: Polynomial, coefficients: readonly string[], variables: re
     else if (coefPart[k] === 1) groups[k]?.push(monomial);
     else throw new Rejected(`the formula is not linear in ${coefficients[k]} (term ${describe()})`);
   }
+  return { coefficients, variables, groups, constant };
+}
+
+/** The canonical text: `coef`, `coef*P` or `coef*(P)` per coefficient, then the rest; `0` when empty. */
+function render({ coefficients, variables, groups, constant }: Expanded): string {
   const polynomial = (ms: readonly Monomial[]) => ms.map((m) => renderMonomial(m, variables)).join(" + ");
   const parts: string[] = [];
   coefficients.forEach((name, k) => {
@@ -231,7 +245,7 @@ function render(poly: Polynomial, coefficients: readonly string[], variables: re
   return parts.length === 0 ? "0" : parts.join(" + ");
 }
 
-function canonicalOrThrow(formula: string, coefficientNames: Iterable<string>, variableNames: Iterable<string>): string {
+function expand(formula: string, coefficientNames: Iterable<string>, variableNames: Iterable<string>): Expanded {
   const coefficients = sortedUnique(coefficientNames);
   const variables = sortedUnique(variableNames);
   const both = coefficients.find((c) => variables.includes(c));
@@ -242,7 +256,46 @@ function canonicalOrThrow(formula: string, coefficientNames: Iterable<string>, v
   if (undeclared.length > 0) {
     throw new Rejected(`undeclared symbols: ${undeclared.join(", ")} (declare them in coefficient_names or variable_names)`);
   }
-  return render(new Parser(tokens, symbols).finish(), coefficients, variables);
+  return split(new Parser(tokens, symbols).finish(), coefficients, variables);
+}
+
+function rejectionOr<T>(make: () => T): T | FormulaRejection {
+  try {
+    return make();
+  } catch (e) {
+    if (e instanceof Rejected) return { error: e.message };
+    if (e instanceof TooLarge) return { error: "the formula's numbers grow too large" };
+    throw e;
+  }
+}
+
+/**
+ * One term of an expanded formula, as the core reads it: `factor × Π variable^power`, times the
+ * coefficient when there is one (otherwise a known part of the cost, not fitted).
+ */
+export interface FormulaTerm {
+  readonly coefficient?: string;
+  /** A whole number; a float64 on the wire, as the core computes costs in float64. */
+  readonly factor: number;
+  /** The power of each variable of the term; variables of power 0 are left out. */
+  readonly powers: Readonly<Record<string, number>>;
+}
+
+/**
+ * The expanded terms of a formula, in canonical order (coefficients sorted, each one's monomials
+ * by exponents descending, then the coefficient-free part), or the reason it is rejected (as
+ * {@link canonicalFormula}). Example: `a*bs - b*bs*l` gives
+ * `[{coefficient: "a", factor: 1, powers: {bs: 1}}, {coefficient: "b", factor: -1, powers: {bs: 1, l: 1}}]`.
+ */
+export function formulaTerms(formula: string, coefficients: Iterable<string>, variables: Iterable<string>): FormulaTerm[] | FormulaRejection {
+  return rejectionOr(() => {
+    const { coefficients: names, variables: order, groups, constant } = expand(formula, coefficients, variables);
+    const term = (m: Monomial, coefficient?: string): FormulaTerm => {
+      const powers = Object.fromEntries(order.flatMap((name, k) => ((m.exponents[k] ?? 0) > 0 ? [[name, m.exponents[k] ?? 0]] : [])));
+      return { ...(coefficient === undefined ? {} : { coefficient }), factor: Number(m.factor), powers };
+    };
+    return [...names.flatMap((name, k) => (groups[k] ?? []).map((m) => term(m, name))), ...constant.map((m) => term(m))];
+  });
 }
 
 /**
@@ -256,11 +309,5 @@ export function canonicalFormula(
   coefficients: Iterable<string>,
   variables: Iterable<string>,
 ): string | FormulaRejection {
-  try {
-    return canonicalOrThrow(formula, coefficients, variables);
-  } catch (e) {
-    if (e instanceof Rejected) return { error: e.message };
-    if (e instanceof TooLarge) return { error: "the formula's numbers grow too large" };
-    throw e;
-  }
+  return rejectionOr(() => render(expand(formula, coefficients, variables)));
 }

@@ -1,7 +1,7 @@
 /**
- * Exact polynomial arithmetic for expanding cost formulas, mirroring
- * `crates/core/src/batching/polynomial.rs`: reduced fractions whose parts must stay within the
- * Rust side's 128-bit integers (beyond, both sides reject the formula as "too large").
+ * Exact polynomial arithmetic for expanding cost formulas: reduced fractions whose parts must
+ * stay within 128-bit integers (beyond, the formula is rejected as "too large", as it always
+ * was: the bound decides which formulas are valid, so it stays).
  */
 
 const I128_MIN = -(1n << 127n);

@@ -8,8 +8,8 @@ export type Wire = null | boolean | number | string | Wire[] | { [key: string]: 
 
 /**
  * The JSON document the Rust core reads (its serde mirrors): every configuration as an object
- * whose first key is its type id, sets as arrays, unset optional values left out, and the
- * generated paths of the job filled in.
+ * whose first key is its type id, sets as arrays, unset optional values left out, the generated
+ * paths of the job filled in, and what its class derives for the core (`ClassOptions.wire`).
  */
 export function toWire(
   config: object,
@@ -38,7 +38,13 @@ export function toWire(
       return out;
     };
     // What is written in JavaScript goes to the core as a stand-in the core runs by asking back.
-    const out = standIn(config, params) ?? { [TYPE_KEY]: cls?.typeId ?? "", ...params() };
+    const standingIn = standIn(config, params);
+    if (standingIn !== undefined) {
+      seen.delete(config);
+      return standingIn;
+    }
+    const out: { [key: string]: Wire } = { [TYPE_KEY]: cls?.typeId ?? "", ...params() };
+    Object.assign(out, cls?.options.wire?.(config as never));
     seen.delete(config);
     return out;
   };

@@ -8,7 +8,10 @@
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use xpm_torch_core::batching::{CostModel, Dims, Formula, MicroBatchable, Packer, PackingLimits};
+use xpm_torch_core::batching::{
+    BatchDims, Combine, CostModel, Dims, Formula, MicroBatchable, Packer, PackingLimits,
+};
+use xpm_torch_core::config::FormulaTermConfig;
 use xpm_torch_core::rng::Rng;
 use xpm_torch_core::Result;
 
@@ -27,18 +30,23 @@ fn dims(bs: u64, l: u64) -> Dims {
     Dims::from([("bs".to_string(), bs), ("l".to_string(), l)])
 }
 
-fn length_dims(batch: &Lengths, records: &[usize]) -> Result<Dims> {
-    let l = records.iter().map(|i| batch.0[*i]).max().unwrap_or(0);
-    Ok(dims(records.len() as u64, l))
+fn length_dims(batch: &Lengths) -> Result<BatchDims> {
+    BatchDims::new("bs", batch.0.len()).with("l", Combine::Max, batch.0.clone())
 }
 
 /// An unfitted model with nine probe observations of 64·bs·l² + 12288·bs·l + 50 MiB.
 fn observed() -> CostModel {
     let names = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-    let f = Formula::parse(
-        "a*bs*l**2 + b*bs*l + c",
+    let terms = [
+        FormulaTermConfig::of("a", &[("bs", 1), ("l", 2)]),
+        FormulaTermConfig::of("b", &[("bs", 1), ("l", 1)]),
+        FormulaTermConfig::of("c", &[]),
+    ];
+    let f = Formula::new(
+        &terms,
         &names(&["a", "b", "c"]),
         &names(&["bs", "l"]),
+        "bench",
     )
     .unwrap();
     let mut m = CostModel::new(f, "bs", "bench").unwrap();
@@ -89,7 +97,11 @@ fn bench(c: &mut Criterion) {
         c.bench_function(name, |b| {
             b.iter(|| {
                 packer
-                    .pack(black_box(&batch), &length_dims, &limits, &mut |_| {})
+                    .pack(
+                        &length_dims(black_box(&batch)).unwrap(),
+                        &limits,
+                        &mut |_| {},
+                    )
                     .unwrap()
             })
         });

@@ -16,9 +16,11 @@ use std::collections::BTreeMap;
 
 use tch::{Device, Kind, Tensor};
 use xpm_torch_core::batching::memory::{CpuMemory, CudaMemory, MemoryProbe, SimulatedDevice};
-use xpm_torch_core::batching::{Batcher, CostModel, Dims, Formula, MicroBatchable};
+use xpm_torch_core::batching::{
+    BatchDims, Batcher, Combine, CostModel, Dims, Formula, MicroBatchable,
+};
 use xpm_torch_core::config::{
-    AdaptivePackerConfig, BatchDimsProviderConfig, BatcherConfig, DimsProviderConfig, NoParams,
+    AdaptivePackerConfig, BatchDimsProviderConfig, BatcherConfig, DimsProviderConfig, FormulaTermConfig, NoParams,
     PackerConfig, PredictiveBatcherConfig, ProbePointConfig, Typed,
 };
 use xpm_torch_core::rng::Rng;
@@ -48,20 +50,29 @@ fn dims(bs: u64, l: u64) -> Dims {
     Dims::from([("bs".to_string(), bs), ("l".to_string(), l)])
 }
 
-fn length_dims(batch: &Lengths, records: &[usize]) -> Result<Dims> {
-    let l = records.iter().map(|i| batch.0[*i]).max().unwrap_or(0);
-    Ok(dims(records.len() as u64, l))
+fn length_dims(batch: &Lengths) -> Result<BatchDims> {
+    BatchDims::new("bs", batch.0.len()).with("l", Combine::Max, batch.0.clone())
 }
 
 fn names(list: &[&str]) -> Vec<String> {
     list.iter().map(|s| s.to_string()).collect()
 }
 
+/// The terms of `a*bs*l**2 + b*bs*l + c`, as TypeScript expands it.
+fn square_terms() -> Vec<FormulaTermConfig> {
+    vec![
+        FormulaTermConfig::of("a", &[("bs", 1), ("l", 2)]),
+        FormulaTermConfig::of("b", &[("bs", 1), ("l", 1)]),
+        FormulaTermConfig::of("c", &[]),
+    ]
+}
+
 fn model(coefficients: [f64; 3]) -> CostModel {
-    let f = Formula::parse(
-        "a*bs*l**2 + b*bs*l + c",
+    let f = Formula::new(
+        &square_terms(),
         &names(&["a", "b", "c"]),
         &names(&["bs", "l"]),
+        "truth",
     )
     .unwrap();
     let mut m = CostModel::new(f, "bs", "truth").unwrap();
@@ -72,8 +83,9 @@ fn model(coefficients: [f64; 3]) -> CostModel {
 }
 
 fn predictive(packer: PackerConfig, probes: &[(u64, u64)]) -> BatcherConfig {
-    BatcherConfig::Predictive(PredictiveBatcherConfig {
+    BatcherConfig::Predictive(Box::new(PredictiveBatcherConfig {
         formula: "a*bs*l**2 + b*bs*l + c".into(),
+        formula_terms: square_terms(),
         coefficient_names: names(&["a", "b", "c"]),
         variable_names: names(&["bs", "l"]),
         batch_size_variable: "bs".into(),
@@ -91,7 +103,7 @@ fn predictive(packer: PackerConfig, probes: &[(u64, u64)]) -> BatcherConfig {
                 .collect(),
         }),
         packer,
-    })
+    }))
 }
 
 /// Outer batches of lengths log-uniform in [16, 512].

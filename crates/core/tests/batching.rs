@@ -8,9 +8,9 @@ use std::collections::BTreeMap;
 
 use tch::{Device, Kind, Tensor};
 use xpm_torch_core::batching::memory::SimulatedDevice;
-use xpm_torch_core::batching::{Batcher, CostModel, Dims, Formula, MicroBatchable};
+use xpm_torch_core::batching::{BatchDims, Batcher, Combine, CostModel, Formula, MicroBatchable};
 use xpm_torch_core::config::{
-    AdaptivePackerConfig, BatchDimsProviderConfig, BatcherConfig, DimsProviderConfig, NoParams,
+    AdaptivePackerConfig, BatchDimsProviderConfig, BatcherConfig, DimsProviderConfig, FormulaTermConfig, NoParams,
     PackerConfig, PredictiveBatcherConfig, ProbePointConfig, Typed,
 };
 use xpm_torch_core::{Error, Result};
@@ -39,12 +39,8 @@ impl MicroBatchable for Records {
     }
 }
 
-fn record_dims(batch: &Records, records: &[usize]) -> Result<Dims> {
-    let l = records.iter().map(|i| batch.lengths[*i]).max().unwrap_or(0);
-    Ok(Dims::from([
-        ("bs".to_string(), records.len() as u64),
-        ("l".to_string(), l),
-    ]))
+fn record_dims(batch: &Records) -> Result<BatchDims> {
+    BatchDims::new("bs", batch.lengths.len()).with("l", Combine::Max, batch.lengths.clone())
 }
 
 fn records(n: usize, seed: i64) -> Records {
@@ -109,7 +105,8 @@ impl Linear {
 
 fn truth() -> CostModel {
     let names = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-    let f = Formula::parse("a*bs*l**2", &names(&["a"]), &names(&["bs", "l"])).unwrap();
+    let terms = [FormulaTermConfig::of("a", &[("bs", 1), ("l", 2)])];
+    let f = Formula::new(&terms, &names(&["a"]), &names(&["bs", "l"]), "truth").unwrap();
     let mut m = CostModel::new(f, "bs", "truth").unwrap();
     m.set_coefficients(vec![1.0, 0.0]).unwrap();
     m
@@ -121,8 +118,13 @@ fn predictive(packer: PackerConfig) -> BatcherConfig {
             values: BTreeMap::from([("bs".into(), bs), ("l".into(), l)]),
         })
     };
-    BatcherConfig::Predictive(PredictiveBatcherConfig {
+    BatcherConfig::Predictive(Box::new(PredictiveBatcherConfig {
         formula: "a*bs*l**2 + b*bs*l + c".into(),
+        formula_terms: vec![
+            FormulaTermConfig::of("a", &[("bs", 1), ("l", 2)]),
+            FormulaTermConfig::of("b", &[("bs", 1), ("l", 1)]),
+            FormulaTermConfig::of("c", &[]),
+        ],
         coefficient_names: vec!["a".into(), "b".into(), "c".into()],
         variable_names: vec!["bs".into(), "l".into()],
         batch_size_variable: "bs".into(),
@@ -133,7 +135,7 @@ fn predictive(packer: PackerConfig) -> BatcherConfig {
             probe_dims: vec![probe(1, 16), probe(2, 32), probe(4, 64), probe(2, 8)],
         }),
         packer,
-    })
+    }))
 }
 
 /// Gradients and stepped weights after processing one outer batch with `config`, and the

@@ -1,6 +1,7 @@
+import { ConfigError } from "../../errors.js";
 import { configOf, defineConfig } from "../class.js";
 import { param } from "../declare.js";
-import { canonicalFormula } from "../formula.js";
+import { canonicalFormula, formulaTerms } from "../formula.js";
 import { dict, float, int, set, str } from "../types.js";
 
 /** `xpm_torch.batchers.Batcher`: no micro-batching. */
@@ -72,6 +73,12 @@ export const PredictiveBatcher = defineConfig(
       // canonicalising __validate__ is shadowed by experimaestro's own and never runs on a config).
       const canonical = canonicalFormula(v.formula, coefficients, variables);
       if (typeof canonical !== "string") issue("formula", canonical.error);
+    },
+    // The core fits and evaluates the formula from its expanded terms: it has no parser.
+    wire(v) {
+      const terms = formulaTerms(v.formula, v.coefficient_names, v.variable_names);
+      if (!Array.isArray(terms)) throw new ConfigError("formula", terms.error);
+      return { formula_terms: terms.map(({ coefficient, factor, powers }) => ({ ...(coefficient === undefined ? {} : { coefficient }), factor, powers: { ...powers } })) };
     },
   },
 );

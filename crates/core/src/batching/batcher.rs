@@ -7,9 +7,10 @@
 //! batch: normalising losses by that count makes any split give the gradients of no split.
 
 use super::cost::{CostModel, Dims};
+use super::dims::{BatchDims, DimsProvider};
 use super::formula::Formula;
 use super::memory::{is_out_of_memory, MemoryProbe};
-use super::packers::{DimsProvider, MicroBatchable, Packer, PackingLimits};
+use super::packers::{MicroBatchable, Packer, PackingLimits};
 use crate::config::{BatcherConfig, PredictiveBatcherConfig};
 use crate::error::TorchMessage;
 use crate::{Error, Result};
@@ -75,12 +76,12 @@ struct Predictive {
 
 impl Predictive {
     fn from_config(config: &PredictiveBatcherConfig, path: &str) -> Result<Self> {
-        let formula = Formula::parse(
-            &config.formula,
+        let formula = Formula::new(
+            &config.formula_terms,
             &config.coefficient_names,
             &config.variable_names,
-        )
-        .map_err(|e| e.at(&format!("{path}.formula")))?;
+            path,
+        )?;
         let model = CostModel::new(formula, &config.batch_size_variable, path)?;
         let probes_path = format!("{path}.dims_provider.probe_dims");
         let probe_dims = config
@@ -149,7 +150,7 @@ impl Batcher {
     /// `batch_size` records, measuring memory with `memory`.
     ///
     /// # Errors
-    /// A predictive configuration that is invalid: bad formula, unknown batch-size variable,
+    /// A predictive configuration that is invalid: bad formula terms, unknown batch-size variable,
     /// no probe point, probe points not over the formula's variables, or a memory fraction
     /// outside (0, 1].
     pub fn new(
@@ -284,7 +285,8 @@ impl Batcher {
     }
 
     /// Runs `run` on the micro-batches of `batch`, each with the record count of the whole
-    /// batch. On out-of-memory the power-adaptative batcher empties the cache, shrinks, calls
+    /// batch. `dims` is asked once, when the predictive batcher packs the batch or the memory
+    /// probe charges micro-batches by their dimensions. On out-of-memory the power-adaptative batcher empties the cache, shrinks, calls
     /// `reset` (zero the gradients, drop the failed attempt's metrics) and replays the whole
     /// batch; other batchers let the error through.
     ///
@@ -322,10 +324,23 @@ impl Batcher {
         if n == 0 {
             return Ok(BatchReport::default());
         }
+        // Without a predictive batcher, only a memory probe that charges micro-batches by their
+        // dimensions needs them.
+        let charged = if self.memory.charges_micro_batches() {
+            Some(read_dims(batch, dims)?)
+        } else {
+            None
+        };
         match &mut self.strategy {
             Strategy::Plain => {
                 let all: Vec<usize> = (0..n).collect();
-                run_groups(batch, dims, &[all], self.memory.as_mut(), &mut run)?;
+                run_groups(
+                    batch,
+                    charged.as_ref(),
+                    &[all],
+                    self.memory.as_mut(),
+                    &mut run,
+                )?;
                 Ok(BatchReport {
                     micro_batches: 1,
                     out_of_memory: 0,
@@ -340,12 +355,17 @@ impl Batcher {
                         .chunks(size)
                         .map(<[usize]>::to_vec)
                         .collect();
-                    let error =
-                        match run_groups(batch, dims, &groups, self.memory.as_mut(), &mut run) {
-                            Ok(()) => None,
-                            Err(e) if is_out_of_memory(&e) => Some(e),
-                            Err(e) => return Err(e),
-                        };
+                    let error = match run_groups(
+                        batch,
+                        charged.as_ref(),
+                        &groups,
+                        self.memory.as_mut(),
+                        &mut run,
+                    ) {
+                        Ok(()) => None,
+                        Err(e) if is_out_of_memory(&e) => Some(e),
+                        Err(e) => return Err(e),
+                    };
                     if !agree(error.is_some())? {
                         return Ok(BatchReport {
                             micro_batches: groups.len(),
@@ -388,8 +408,12 @@ impl Batcher {
                     batch_size: self.batch_size,
                     min_batch_size: p.min_batch_size,
                 };
-                let groups = p.packer.pack(batch, dims, &limits, warn)?;
-                run_groups(batch, dims, &groups, self.memory.as_mut(), &mut run)?;
+                let dims = match charged {
+                    Some(dims) => dims,
+                    None => read_dims(batch, dims)?,
+                };
+                let groups = p.packer.pack(&dims, &limits, warn)?;
+                run_groups(batch, Some(&dims), &groups, self.memory.as_mut(), &mut run)?;
                 Ok(BatchReport {
                     micro_batches: groups.len(),
                     out_of_memory: 0,
@@ -399,18 +423,31 @@ impl Batcher {
     }
 }
 
+/// The per-record dimensions of `batch`, checked to cover all its records.
+fn read_dims<B: MicroBatchable>(batch: &B, dims: &dyn DimsProvider<B>) -> Result<BatchDims> {
+    let read = dims.batch_dims(batch)?;
+    if read.len() != batch.len() {
+        return Err(Error::Callback(format!(
+            "the dims provider gave the dimensions of {} records for a batch of {}",
+            read.len(),
+            batch.len()
+        )));
+    }
+    Ok(read)
+}
+
 /// Runs `run` on each group's sub-batch (the batch itself when a group is all of it, in order).
 fn run_groups<B: MicroBatchable>(
     batch: &B,
-    dims: &dyn DimsProvider<B>,
+    dims: Option<&BatchDims>,
     groups: &[Vec<usize>],
     memory: &mut dyn MemoryProbe,
     run: &mut impl FnMut(&B, usize) -> Result<()>,
 ) -> Result<()> {
     let n = batch.len();
     for group in groups {
-        if memory.charges_micro_batches() {
-            memory.before_micro_batch(&dims.dims(batch, group)?)?;
+        if let Some(dims) = dims.filter(|_| memory.charges_micro_batches()) {
+            memory.before_micro_batch(&dims.group(group))?;
         }
         let whole = group.len() == n && group.iter().enumerate().all(|(i, r)| i == *r);
         if whole {

@@ -1,5 +1,6 @@
 use std::collections::BTreeMap;
 
+use super::super::formula::tests::{names, square_formula, square_terms};
 use super::super::memory::SimulatedDevice;
 use super::super::packers::tests::{length_dims, Lengths};
 use super::*;
@@ -8,23 +9,13 @@ use crate::config::{
     ProbePointConfig, Typed,
 };
 
-fn names(list: &[&str]) -> Vec<String> {
-    list.iter().map(|s| s.to_string()).collect()
-}
-
 fn dims(bs: u64, l: u64) -> Dims {
     Dims::from([("bs".to_string(), bs), ("l".to_string(), l)])
 }
 
 /// The true cost `a·bs·l² + b·bs·l + c` as a model with set coefficients.
 fn truth(a: f64, b: f64, c: f64) -> CostModel {
-    let f = Formula::parse(
-        "a*bs*l**2 + b*bs*l + c",
-        &names(&["a", "b", "c"]),
-        &names(&["bs", "l"]),
-    )
-    .unwrap();
-    let mut m = CostModel::new(f, "bs", "truth").unwrap();
+    let mut m = CostModel::new(square_formula(), "bs", "truth").unwrap();
     m.set_coefficients(vec![a, b, c, 0.0]).unwrap();
     m
 }
@@ -32,6 +23,7 @@ fn truth(a: f64, b: f64, c: f64) -> CostModel {
 fn predictive_config(probes: &[(u64, u64)], packer: PackerConfig) -> PredictiveBatcherConfig {
     PredictiveBatcherConfig {
         formula: "a*bs*l**2 + b*bs*l + c".into(),
+        formula_terms: square_terms(),
         coefficient_names: names(&["a", "b", "c"]),
         variable_names: names(&["bs", "l"]),
         batch_size_variable: "bs".into(),
@@ -199,7 +191,7 @@ fn power_adaptative_lets_other_errors_through() {
 fn an_unfitted_predictive_batcher_refuses_to_process() {
     // Reference scenario 20.
     let mut b = Batcher::new(
-        &BatcherConfig::Predictive(predictive_config(&REFERENCE_PROBES, uniform())),
+        &BatcherConfig::Predictive(Box::new(predictive_config(&REFERENCE_PROBES, uniform()))),
         16,
         Box::new(device(1 << 40, truth(1.0, 0.0, 0.0))),
         "trainer.batcher",
@@ -220,7 +212,7 @@ fn probing_fits_the_device_and_skips_probes_that_do_not_fit() {
     probes.push((64, 4096)); // ~2 GiB: out of memory
     probes.push((2, 256));
     let mut b = Batcher::new(
-        &BatcherConfig::Predictive(predictive_config(&probes, uniform())),
+        &BatcherConfig::Predictive(Box::new(predictive_config(&probes, uniform()))),
         16,
         Box::new(sim.clone()),
         "batcher",
@@ -256,7 +248,7 @@ fn probing_fits_the_device_and_skips_probes_that_do_not_fit() {
 #[test]
 fn a_probe_error_other_than_out_of_memory_stops_probing() {
     let mut b = Batcher::new(
-        &BatcherConfig::Predictive(predictive_config(&REFERENCE_PROBES, uniform())),
+        &BatcherConfig::Predictive(Box::new(predictive_config(&REFERENCE_PROBES, uniform()))),
         16,
         Box::new(device(1 << 40, truth(1.0, 0.0, 0.0))),
         "batcher",
@@ -281,7 +273,7 @@ fn the_budget_is_reread_for_every_outer_batch() {
     config.memory_fraction = 0.5;
     let sim = device(capacity, truth(1.0, 0.0, 0.0));
     let mut b = Batcher::new(
-        &BatcherConfig::Predictive(config),
+        &BatcherConfig::Predictive(Box::new(config)),
         16,
         Box::new(sim.clone()),
         "batcher",
@@ -305,7 +297,7 @@ fn the_overhead_comes_off_the_budget() {
     config.memory_fraction = 0.5;
     config.extra_overhead_bytes = 100;
     let mut b = Batcher::new(
-        &BatcherConfig::Predictive(config),
+        &BatcherConfig::Predictive(Box::new(config)),
         16,
         Box::new(SimulatedDevice::new(
             1_000,
@@ -319,7 +311,7 @@ fn the_overhead_comes_off_the_budget() {
     .unwrap();
     assert_eq!(b.budget().unwrap(), 300.0);
     let mut b = Batcher::new(
-        &BatcherConfig::Predictive(predictive_config(&REFERENCE_PROBES, uniform())),
+        &BatcherConfig::Predictive(Box::new(predictive_config(&REFERENCE_PROBES, uniform()))),
         16,
         Box::new(SimulatedDevice::new(
             1_000,
@@ -343,7 +335,7 @@ fn predictive_runs_the_packers_groups() {
     config.memory_fraction = 0.5;
     let sim = device(2 * 4 * 128 * 128, truth(1.0, 0.0, 0.0));
     let mut b = Batcher::new(
-        &BatcherConfig::Predictive(config),
+        &BatcherConfig::Predictive(Box::new(config)),
         64,
         Box::new(sim.clone()),
         "batcher",
@@ -361,7 +353,7 @@ fn predictive_runs_the_packers_groups() {
 fn configurations_are_checked_with_their_paths() {
     let build = |config: PredictiveBatcherConfig| {
         Batcher::new(
-            &BatcherConfig::Predictive(config),
+            &BatcherConfig::Predictive(Box::new(config)),
             8,
             Box::new(device(1, truth(1.0, 0.0, 0.0))),
             "b",
@@ -391,14 +383,14 @@ fn configurations_are_checked_with_their_paths() {
         "{partial}"
     );
     let mut formula = predictive_config(&REFERENCE_PROBES, uniform());
-    formula.formula = "a*bs + d".into();
-    assert!(build(formula).starts_with("b.formula: undeclared symbols: d"));
+    formula.formula_terms[1].coefficient = Some("d".into());
+    assert!(build(formula).starts_with("b.formula_terms[1]: \"d\" is not one of the coefficients"));
     let mut variable = predictive_config(&REFERENCE_PROBES, uniform());
     variable.batch_size_variable = "n".into();
     assert!(build(variable).starts_with("b.batch_size_variable"));
     // Reference scenario 14: a valid configuration passes.
     let valid = Batcher::new(
-        &BatcherConfig::Predictive(predictive_config(&REFERENCE_PROBES, uniform())),
+        &BatcherConfig::Predictive(Box::new(predictive_config(&REFERENCE_PROBES, uniform()))),
         8,
         Box::new(device(1, truth(1.0, 0.0, 0.0))),
         "b",

@@ -1,22 +1,30 @@
+use super::super::formula::tests::{names, square_formula};
 use super::*;
-
-fn names(list: &[&str]) -> Vec<String> {
-    list.iter().map(|s| s.to_string()).collect()
-}
+use crate::config::FormulaTermConfig;
 
 pub(crate) fn dims(bs: u64, l: u64) -> Dims {
     Dims::from([("bs".to_string(), bs), ("l".to_string(), l)])
 }
 
-fn model(formula: &str, coefficients: &[&str]) -> CostModel {
-    let f = Formula::parse(formula, &names(coefficients), &names(&["bs", "l"])).unwrap();
+/// A model of `terms` over the variables `bs` and `l`.
+fn model(terms: &[FormulaTermConfig], coefficients: &[&str]) -> CostModel {
+    let f = Formula::new(terms, &names(coefficients), &names(&["bs", "l"]), "batcher").unwrap();
     CostModel::new(f, "bs", "batcher").unwrap()
+}
+
+fn square() -> CostModel {
+    CostModel::new(square_formula(), "bs", "batcher").unwrap()
+}
+
+/// `a*bs`.
+fn linear() -> CostModel {
+    model(&[FormulaTermConfig::of("a", &[("bs", 1)])], &["a"])
 }
 
 /// The reference fixture: `a*bs*l**2 + b*bs*l + c` with truth (2, 3, 100) observed on the four
 /// probes and (2, 256).
 fn fitted_reference() -> CostModel {
-    let mut m = model("a*bs*l**2 + b*bs*l + c", &["a", "b", "c"]);
+    let mut m = square();
     for (bs, l) in [(1, 64), (1, 128), (2, 128), (4, 64), (2, 256)] {
         let y = 2.0 * (bs * l * l) as f64 + 3.0 * (bs * l) as f64 + 100.0;
         m.observe(&dims(bs, l), y).unwrap();
@@ -85,12 +93,12 @@ fn the_batch_size_variable_may_be_absent_from_dims() {
 #[test]
 fn coefficients_can_be_copied_to_an_unfitted_model() {
     // Reference scenario 19.
-    let mut m = model("a*bs*l**2 + b*bs*l + c", &["a", "b", "c"]);
+    let mut m = square();
     for (bs, l) in [(1, 64), (2, 128), (4, 256)] {
         m.observe(&dims(bs, l), (bs * l * l) as f64).unwrap();
     }
     m.fit().unwrap();
-    let mut fresh = model("a*bs*l**2 + b*bs*l + c", &["a", "b", "c"]);
+    let mut fresh = square();
     assert!(!fresh.is_fitted());
     assert!(fresh.predict(&dims(1, 1)).is_err());
     fresh
@@ -107,10 +115,10 @@ fn coefficients_can_be_copied_to_an_unfitted_model() {
 
 #[test]
 fn an_unfitted_model_says_to_fit_or_broadcast() {
-    let m = model("a*bs", &["a"]);
+    let m = linear();
     let err = m.predict(&dims(1, 1)).unwrap_err().to_string();
     assert!(err.contains("before fit/broadcast"), "{err}");
-    let mut empty = model("a*bs", &["a"]);
+    let mut empty = linear();
     assert!(empty
         .fit()
         .unwrap_err()
@@ -122,7 +130,13 @@ fn an_unfitted_model_says_to_fit_or_broadcast() {
 fn the_coefficient_free_part_is_known_not_fitted() {
     // Fitting the multiplier of bs*l**2 too (the reference) would make one probe an
     // underdetermined system whose minimum-norm answer is wrong; knowing it, one probe is exact.
-    let mut m = model("a*bs*l + bs*l**2", &["a"]);
+    let mut m = model(
+        &[
+            FormulaTermConfig::of("a", &[("bs", 1), ("l", 1)]),
+            FormulaTermConfig::known(1.0, &[("bs", 1), ("l", 2)]),
+        ],
+        &["a"],
+    );
     m.observe(&dims(3, 7), 5.0 * 21.0 + 147.0).unwrap();
     m.fit().unwrap();
     let c = m.coefficients().unwrap();
@@ -146,7 +160,8 @@ fn a_missing_variable_is_named() {
 
 #[test]
 fn the_batch_size_variable_must_be_a_variable() {
-    let f = Formula::parse("a*bs", &names(&["a"]), &names(&["bs"])).unwrap();
+    let terms = [FormulaTermConfig::of("a", &[("bs", 1)])];
+    let f = Formula::new(&terms, &names(&["a"]), &names(&["bs"]), "batcher").unwrap();
     let err = CostModel::new(f, "n", "batcher").unwrap_err().to_string();
     assert!(err.starts_with("batcher.batch_size_variable"), "{err}");
 }

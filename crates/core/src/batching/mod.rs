@@ -2,13 +2,14 @@
 
 mod batcher;
 mod cost;
+mod dims;
 mod formula;
 mod lstsq;
 pub mod memory;
 mod packers;
-mod polynomial;
 
 pub use batcher::*;
 pub use cost::*;
+pub use dims::*;
 pub use formula::*;
 pub use packers::*;

@@ -1,8 +1,9 @@
 //! Splitting an outer batch into micro-batches whose predicted memory cost fits a budget.
-//! Packers see batches only through [`MicroBatchable`] and a [`DimsProvider`], and return
-//! groups of record indices.
+//! Packers see a batch only through its per-record dimensions ([`BatchDims`], read once per
+//! batch), and return groups of record indices.
 
-use super::cost::{CostModel, Dims};
+use super::cost::CostModel;
+use super::dims::BatchDims;
 use crate::config::PackerConfig;
 use crate::{Error, Result};
 
@@ -21,22 +22,6 @@ pub trait MicroBatchable: Sized {
     /// # Errors
     /// When building the sub-batch fails (e.g. a libtorch error).
     fn select(&self, indices: &[usize]) -> Result<Self>;
-}
-
-/// The formula variables of a group of records of a batch, e.g. `{bs: 3, l: 128}` (the batch
-/// size and the longest record). Closures `Fn(&B, &[usize]) -> Result<Dims>` are providers.
-pub trait DimsProvider<B: ?Sized> {
-    /// Dimensions of the records `records` of `batch`.
-    ///
-    /// # Errors
-    /// When they cannot be computed.
-    fn dims(&self, batch: &B, records: &[usize]) -> Result<Dims>;
-}
-
-impl<B: ?Sized, F: Fn(&B, &[usize]) -> Result<Dims>> DimsProvider<B> for F {
-    fn dims(&self, batch: &B, records: &[usize]) -> Result<Dims> {
-        self(batch, records)
-    }
 }
 
 /// What a packer may use: the fitted model, the budget in bytes, and the size bounds.
@@ -78,38 +63,37 @@ impl Packer {
         }
     }
 
-    /// Groups of record indices of `batch`, every record in exactly one group. A record that
-    /// does not fit alone gets a group of its own and a warning.
+    /// Groups of record indices of the batch whose per-record dimensions are `dims`, every
+    /// record in exactly one group. A record that does not fit alone gets a group of its own
+    /// and a warning.
     ///
     /// # Errors
-    /// When dimensions cannot be computed, lack a formula variable or the `sort_by` one, or the
-    /// model is not fitted.
-    pub fn pack<B: MicroBatchable>(
+    /// When dimensions lack a formula variable or the `sort_by` one, or the model is not
+    /// fitted.
+    pub fn pack(
         &self,
-        batch: &B,
-        dims: &dyn DimsProvider<B>,
+        dims: &BatchDims,
         limits: &PackingLimits<'_>,
         warn: &mut dyn FnMut(String),
     ) -> Result<Vec<Vec<usize>>> {
-        if batch.is_empty() {
+        if dims.is_empty() {
             return Ok(Vec::new());
         }
         match self {
-            Packer::Uniform => uniform(batch, dims, limits, warn),
-            Packer::Adaptive { sort_by } => adaptive(batch, dims, limits, sort_by.as_deref(), warn),
+            Packer::Uniform => uniform(dims, limits, warn),
+            Packer::Adaptive { sort_by } => adaptive(dims, limits, sort_by.as_deref(), warn),
         }
     }
 }
 
-fn uniform<B: MicroBatchable>(
-    batch: &B,
-    dims: &dyn DimsProvider<B>,
+fn uniform(
+    dims: &BatchDims,
     limits: &PackingLimits<'_>,
     warn: &mut dyn FnMut(String),
 ) -> Result<Vec<Vec<usize>>> {
-    let n = batch.len();
+    let n = dims.len();
     let all: Vec<usize> = (0..n).collect();
-    let whole = dims.dims(batch, &all)?;
+    let whole = dims.group(&all);
     let mut upper = limits.batch_size.min(n);
     if let Some(bs) = whole.get(limits.model.batch_size_variable()) {
         upper = upper.min(usize::try_from(*bs).unwrap_or(usize::MAX));
@@ -130,19 +114,18 @@ fn uniform<B: MicroBatchable>(
     Ok(all.chunks(size).map(<[usize]>::to_vec).collect())
 }
 
-fn adaptive<B: MicroBatchable>(
-    batch: &B,
-    dims: &dyn DimsProvider<B>,
+fn adaptive(
+    dims: &BatchDims,
     limits: &PackingLimits<'_>,
     sort_by: Option<&str>,
     warn: &mut dyn FnMut(String),
 ) -> Result<Vec<Vec<usize>>> {
-    let n = batch.len();
+    let n = dims.len();
     let mut order: Vec<usize> = (0..n).collect();
     if let Some(key) = sort_by {
         let mut keys = Vec::with_capacity(n);
         for i in 0..n {
-            let d = dims.dims(batch, &[i])?;
+            let d = dims.group(&[i]);
             let Some(v) = d.get(key) else {
                 return Err(Error::config(
                     format!("{}.packer.sort_by", limits.model.path()),
@@ -157,7 +140,7 @@ fn adaptive<B: MicroBatchable>(
         if group.len() > limits.batch_size {
             return Ok((false, f64::INFINITY));
         }
-        let d = dims.dims(batch, group)?;
+        let d = dims.group(group);
         let cost = limits.model.predict_with_size(&d, group.len())?;
         Ok((cost <= limits.budget, cost))
     };

@@ -1,4 +1,6 @@
-use super::super::formula::Formula;
+use super::super::cost::Dims;
+use super::super::dims::{BatchDims, Combine};
+use super::super::formula::tests::square_formula;
 use super::*;
 
 /// Records that are only lengths, as in the reference's packer fixtures.
@@ -15,24 +17,13 @@ impl MicroBatchable for Lengths {
 }
 
 /// `bs` = record count, `l` = longest record.
-pub(crate) fn length_dims(batch: &Lengths, records: &[usize]) -> Result<Dims> {
-    let l = records.iter().map(|i| batch.0[*i]).max().unwrap_or(0);
-    Ok(Dims::from([
-        ("bs".to_string(), records.len() as u64),
-        ("l".to_string(), l),
-    ]))
+pub(crate) fn length_dims(batch: &Lengths) -> Result<BatchDims> {
+    BatchDims::new("bs", batch.0.len()).with("l", Combine::Max, batch.0.clone())
 }
 
 /// The reference's packer fixture: `cost = bs·l²`, fitted on three heterogeneous probes.
 pub(crate) fn square_cost_model() -> CostModel {
-    let names = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-    let f = Formula::parse(
-        "a*bs*l**2 + b*bs*l + c",
-        &names(&["a", "b", "c"]),
-        &names(&["bs", "l"]),
-    )
-    .unwrap();
-    let mut m = CostModel::new(f, "bs", "batcher").unwrap();
+    let mut m = CostModel::new(square_formula(), "bs", "batcher").unwrap();
     for (bs, l) in [(1u64, 64u64), (2, 128), (4, 256)] {
         let d = Dims::from([("bs".to_string(), bs), ("l".to_string(), l)]);
         m.observe(&d, (bs * l * l) as f64).unwrap();
@@ -57,7 +48,9 @@ fn pack(
     };
     let mut warnings = Vec::new();
     let groups = packer
-        .pack(&batch, &length_dims, &limits, &mut |w| warnings.push(w))
+        .pack(&length_dims(&batch).unwrap(), &limits, &mut |w| {
+            warnings.push(w)
+        })
         .unwrap();
     let lengths = groups
         .iter()
@@ -192,7 +185,11 @@ fn sorting_by_an_unknown_dimension_is_an_error() {
         sort_by: Some("tokens".into()),
     };
     let err = packer
-        .pack(&Lengths(vec![1, 2]), &length_dims, &limits, &mut |_| {})
+        .pack(
+            &length_dims(&Lengths(vec![1, 2])).unwrap(),
+            &limits,
+            &mut |_| {},
+        )
         .unwrap_err()
         .to_string();
     assert!(err.starts_with("batcher.packer.sort_by"), "{err}");

@@ -15,7 +15,7 @@ config_enum! {
         /// Shrinks the micro-batch on out-of-memory (single process only).
         PowerAdaptative(NoParams) = "xpm_torch.batchers.PowerAdaptativeBatcher",
         /// Sizes micro-batches from a fitted memory formula.
-        Predictive(PredictiveBatcherConfig) = "xpm_torch.batchers.PredictiveBatcher",
+        Predictive(Box<PredictiveBatcherConfig>) = "xpm_torch.batchers.PredictiveBatcher",
     }
 }
 
@@ -23,8 +23,10 @@ config_enum! {
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct PredictiveBatcherConfig {
-    /// Canonical cost formula, linear in the coefficients.
+    /// The cost formula as written: what identifiers hash. The core reads `formula_terms`.
     pub formula: String,
+    /// The formula expanded by TypeScript, its only parser, in canonical order.
+    pub formula_terms: Vec<FormulaTermConfig>,
     /// Unknown coefficients of the formula.
     pub coefficient_names: Vec<String>,
     /// Input variables of the formula.
@@ -49,7 +51,7 @@ config_enum! {
     pub enum DimsProviderConfig {
         /// `xpm_torch.batchers.BatchDimsProvider`: the variables of the built-in records.
         Builtin(BatchDimsProviderConfig) = "xpm_torch.batchers.BatchDimsProvider",
-        /// A provider written in TypeScript, whose `computeBatchDims` and `buildProbeBatch`
+        /// A provider written in TypeScript, whose `recordDims` and `buildProbeBatch`
         /// run on the JavaScript side.
         Js(Box<JsObjectConfig>) = "xpm_torch.js.JsObject",
     }
@@ -64,6 +66,39 @@ impl DimsProviderConfig {
         match self {
             DimsProviderConfig::Builtin(c) => Ok(c.probe_dims.clone()),
             DimsProviderConfig::Js(c) => c.param("probe_dims", path),
+        }
+    }
+}
+
+/// One term of an expanded cost formula: `factor × Π variable^power`, times `coefficient` when
+/// there is one (otherwise a known part of the cost, not fitted).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct FormulaTermConfig {
+    /// The coefficient the term multiplies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coefficient: Option<String>,
+    /// A whole number.
+    pub factor: f64,
+    /// The power of each variable of the term.
+    pub powers: BTreeMap<String, u32>,
+}
+
+impl FormulaTermConfig {
+    /// `coefficient × Π variable^power`, e.g. `of("a", &[("bs", 1), ("l", 2)])` for `a*bs*l**2`.
+    pub fn of(coefficient: &str, powers: &[(&str, u32)]) -> Self {
+        FormulaTermConfig {
+            coefficient: Some(coefficient.to_string()),
+            ..FormulaTermConfig::known(1.0, powers)
+        }
+    }
+
+    /// The coefficient-free `factor × Π variable^power`.
+    pub fn known(factor: f64, powers: &[(&str, u32)]) -> Self {
+        FormulaTermConfig {
+            coefficient: None,
+            factor,
+            powers: powers.iter().map(|(v, p)| (v.to_string(), *p)).collect(),
         }
     }
 }

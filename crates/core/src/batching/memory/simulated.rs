@@ -161,7 +161,7 @@ impl MemoryProbe for SimulatedDevice {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::batching::formula::Formula;
+    use crate::batching::formula::tests::square_formula;
     use crate::batching::memory::is_out_of_memory;
 
     fn dims(bs: u64, l: u64) -> Dims {
@@ -169,14 +169,7 @@ mod tests {
     }
 
     pub(crate) fn truth(a: f64, b: f64, c: f64) -> CostModel {
-        let names = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        let f = Formula::parse(
-            "a*bs*l**2 + b*bs*l + c",
-            &names(&["a", "b", "c"]),
-            &names(&["bs", "l"]),
-        )
-        .unwrap();
-        let mut m = CostModel::new(f, "bs", "simulated").unwrap();
+        let mut m = CostModel::new(square_formula(), "bs", "simulated").unwrap();
         m.set_coefficients(vec![a, b, c, 0.0]).unwrap();
         m
     }

@@ -284,7 +284,7 @@ impl LossSet {
             };
             batching.batcher.process(
                 &batch,
-                &|b: &Batch, records: &[usize]| dims.dims(b, records),
+                &|b: &Batch| dims.batch_dims(b),
                 |micro, _| {
                     let n = micro.len() as i64;
                     let scores = score(model, micro)?;
@@ -515,7 +515,7 @@ impl Trainer for LossTrainer {
         let agree_ctx = &ctx;
         let report = self.batcher.process_agreed(
             &batch,
-            &|b: &Batch, records: &[usize]| dims.dims(b, records),
+            &|b: &Batch| dims.batch_dims(b),
             |micro, outer_count| {
                 let loss = losses.backward(model, micro, outer_count, &mut ctx.borrow_mut())?;
                 let mut total = total.borrow_mut();
@@ -712,7 +712,7 @@ mod tests {
         use crate::batching::memory::SimulatedDevice;
         use crate::batching::{CostModel, Formula};
         use crate::config::{
-            BatchDimsProviderConfig, BatcherConfig, DimsProviderConfig, NoParams, PackerConfig,
+            BatchDimsProviderConfig, BatcherConfig, DimsProviderConfig, FormulaTermConfig, NoParams, PackerConfig,
             PredictiveBatcherConfig, ProbePointConfig, Typed,
         };
         use crate::data::{PairwiseSampler, Shard};
@@ -750,7 +750,8 @@ mod tests {
 
         fn device(capacity: u64) -> SimulatedDevice {
             let names = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-            let f = Formula::parse("a*bs", &names(&["a"]), &names(&["bs"])).unwrap();
+            let terms = [FormulaTermConfig::of("a", &[("bs", 1)])];
+            let f = Formula::new(&terms, &names(&["a"]), &names(&["bs"]), "truth").unwrap();
             let mut truth = CostModel::new(f, "bs", "truth").unwrap();
             truth.set_coefficients(vec![PER_RECORD, 0.0]).unwrap();
             SimulatedDevice::new(capacity, 0, truth, 0.0, 1)
@@ -762,8 +763,12 @@ mod tests {
                     values: BTreeMap::from([("bs".into(), bs)]),
                 })
             };
-            BatcherConfig::Predictive(PredictiveBatcherConfig {
+            BatcherConfig::Predictive(Box::new(PredictiveBatcherConfig {
                 formula: "a*bs + c".into(),
+                formula_terms: vec![
+                    FormulaTermConfig::of("a", &[("bs", 1)]),
+                    FormulaTermConfig::of("c", &[]),
+                ],
                 coefficient_names: vec!["a".into(), "c".into()],
                 variable_names: vec!["bs".into()],
                 batch_size_variable: "bs".into(),
@@ -774,7 +779,7 @@ mod tests {
                     probe_dims: vec![probe(1), probe(2), probe(4)],
                 }),
                 packer,
-            })
+            }))
         }
 
         /// Gradients after one step of a LossTrainer with `config` on a device of `capacity`,

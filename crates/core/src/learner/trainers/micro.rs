@@ -1,5 +1,5 @@
 //! What the micro-batcher needs to know of records: their count and sub-batches (the
-//! [`MicroBatchable`] of [`Batch`]), the formula variables of a group of records, and probe
+//! [`MicroBatchable`] of [`Batch`]), the formula variables of each record of a batch, and probe
 //! batches of given dimensions.
 
 use std::sync::Arc;
@@ -8,7 +8,7 @@ use serde_json::json;
 use tch::{Device, Tensor};
 
 use crate::batching::memory::{CpuMemory, CudaMemory, MemoryProbe, SimulatedDevice};
-use crate::batching::{Dims, MicroBatchable};
+use crate::batching::{BatchDims, Combine, Dims, MicroBatchable};
 use crate::config::{BatcherConfig, DimsProviderConfig};
 use crate::data::{packed_records, records_batch, Batch, JsData, JsMessage, ScoreInput, Tokens};
 use crate::{Error, Result};
@@ -24,8 +24,8 @@ impl MicroBatchable for Batch {
 }
 
 /// The variables the built-in records provide: the batch-size variable (records of the group)
-/// and `l`, the longest (query + document) token count of the group for token records, the
-/// feature count for feature records, and the documents per slate for slates.
+/// and `l`, the (query + document) token count of each record for token records (a group's is
+/// its longest), the feature count for feature records, and the documents per slate for slates.
 #[derive(Clone)]
 pub(crate) struct RecordDims {
     batch_size_variable: String,
@@ -82,84 +82,101 @@ impl RecordDims {
         })
     }
 
-    /// The dimensions of `records` of `batch`.
-    pub fn dims(&self, batch: &Batch, records: &[usize]) -> Result<Dims> {
+    /// The per-record dimensions of `batch`; a provider written in TypeScript is asked once,
+    /// with all the records.
+    pub fn batch_dims(&self, batch: &Batch) -> Result<BatchDims> {
         if let Some((js, key)) = &self.js {
-            let what = format!("dims provider {key:?}");
-            let group = batch.select(records)?;
-            let mut request = packed_records(&group, &what)?;
-            request.json = json!({ "kind": "dims", "key": key, "records": request.json });
-            let reply = js.request(request, &what)?.json;
-            return reply
-                .as_object()
-                .ok_or_else(|| Error::Callback(format!("{what}: computeBatchDims gave {reply}")))?
-                .iter()
-                .map(|(name, v)| {
-                    let value = v.as_u64().ok_or_else(|| {
-                        Error::Callback(format!(
-                            "{what}: computeBatchDims gave {name} = {v}, not a whole number"
-                        ))
-                    })?;
-                    Ok((name.clone(), value))
-                })
-                .collect();
+            return self.js_batch_dims(js.as_ref(), key, batch);
         }
-        let mut dims = Dims::new();
-        dims.insert(self.batch_size_variable.clone(), records.len() as u64);
-        if self.uses_length {
-            dims.insert(LENGTH.into(), longest(batch, records)?);
+        let dims = BatchDims::new(self.batch_size_variable.clone(), batch.len());
+        if !self.uses_length {
+            return Ok(dims);
+        }
+        dims.with(LENGTH, Combine::Max, record_lengths(batch)?)
+    }
+
+    /// Asks `recordDims` for the variables of every record of `batch`, in columns: `{"columns":
+    /// {name: [value per record]}, "combine": {name: "max" | "sum"}}`.
+    fn js_batch_dims(&self, js: &dyn JsData, key: &str, batch: &Batch) -> Result<BatchDims> {
+        let what = format!("dims provider {key:?}");
+        let mut request = packed_records(batch, &what)?;
+        request.json = json!({
+            "kind": "dims",
+            "key": key,
+            "records": request.json,
+            "batch_size_variable": self.batch_size_variable,
+        });
+        let reply = js.request(request, &what)?.json;
+        let bad = |m: String| Error::Callback(format!("{what}: recordDims {m}"));
+        let columns = reply["columns"]
+            .as_object()
+            .ok_or_else(|| bad(format!("gave {reply}")))?;
+        let mut dims = BatchDims::new(self.batch_size_variable.clone(), batch.len());
+        for (name, values) in columns {
+            let values = values
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|v| {
+                    v.as_u64()
+                        .ok_or_else(|| bad(format!("gave {name} = {v}, not a whole number")))
+                })
+                .collect::<Result<Vec<u64>>>()?;
+            let combine = match reply["combine"].get(name) {
+                None => Combine::Max,
+                Some(how) => Combine::parse(how.as_str().unwrap_or_default())
+                    .map_err(|m| bad(format!("combine of {name}: {m}")))?,
+            };
+            dims = dims
+                .with(name, combine, values)
+                .map_err(|e| Error::Callback(format!("{what}: {e}")))?;
         }
         Ok(dims)
     }
 }
 
-fn row_lengths(input: &ScoreInput, rows: &[i64]) -> Result<i64> {
-    Ok(match input {
-        ScoreInput::Features(f) => f.size().get(1).copied().unwrap_or(0),
-        ScoreInput::Text { query, document } => {
-            if rows.is_empty() {
-                return Ok(0);
-            }
-            let index = Tensor::f_from_slice(rows)?;
-            let total = query
-                .lengths
-                .f_index_select(0, &index)?
-                .f_add(&document.lengths.f_index_select(0, &index)?)?;
-            total.f_max()?.f_int64_value(&[])?
+/// The length of each of the `rows` rows of `input`.
+fn row_lengths(input: &ScoreInput, rows: usize) -> Result<Vec<u64>> {
+    let lengths = match input {
+        ScoreInput::Features(f) => {
+            let width = f.size().get(1).copied().unwrap_or(0);
+            return Ok(vec![width.max(0) as u64; rows]);
         }
-        ScoreInput::Encoded(e) => {
-            if rows.is_empty() {
-                return Ok(0);
-            }
-            let index = Tensor::f_from_slice(rows)?;
-            e.lengths()?
-                .f_index_select(0, &index)?
-                .f_max()?
-                .f_int64_value(&[])?
-        }
-    })
+        ScoreInput::Text { query, document } => query.lengths.f_add(&document.lengths)?,
+        ScoreInput::Encoded(e) => e.lengths()?,
+    };
+    let lengths = Vec::<i64>::try_from(&lengths.f_to_kind(tch::Kind::Int64)?)?;
+    Ok(lengths.into_iter().map(|l| l.max(0) as u64).collect())
 }
 
-/// The longest record among `records`.
-fn longest(batch: &Batch, records: &[usize]) -> Result<u64> {
-    let rows: Vec<i64> = records.iter().map(|&r| r as i64).collect();
-    let longest = match batch {
+/// The length of each record of `batch`: its longest side, query or document.
+fn record_lengths(batch: &Batch) -> Result<Vec<u64>> {
+    let n = batch.len();
+    Ok(match batch {
         Batch::Pairwise(b) => {
-            row_lengths(&b.positive, &rows)?.max(row_lengths(&b.negative, &rows)?)
+            let positive = row_lengths(&b.positive, n)?;
+            let negative = row_lengths(&b.negative, n)?;
+            positive
+                .into_iter()
+                .zip(negative)
+                .map(|(p, q)| p.max(q))
+                .collect()
         }
-        Batch::Pointwise(b) => row_lengths(&b.input, &rows)?,
+        Batch::Pointwise(b) => row_lengths(&b.input, n)?,
         Batch::Batchwise(b) => {
-            let group = b.relevance.size().get(1).copied().unwrap_or(1);
-            let doc_rows: Vec<i64> = rows
-                .iter()
-                .flat_map(|q| q * group..(q + 1) * group)
-                .collect();
-            row_lengths(&b.input, &doc_rows)?
+            // A record is a query with its group of documents, one row each.
+            let group = b.relevance.size().get(1).copied().unwrap_or(1).max(1) as usize;
+            let rows = row_lengths(&b.input, n * group)?;
+            rows.chunks(group)
+                .map(|docs| docs.iter().copied().max().unwrap_or(0))
+                .collect()
         }
         // Slates are as long as the documents they hold.
-        Batch::Slate(b) => b.labels.size().get(1).copied().unwrap_or(0),
-    };
-    Ok(longest.max(0) as u64)
+        Batch::Slate(b) => {
+            let width = b.labels.size().get(1).copied().unwrap_or(0);
+            vec![width.max(0) as u64; n]
+        }
+    })
 }
 
 /// Rows of `input` padded or cut to a query of `l / 2` and a document of `l − l / 2` tokens
@@ -256,16 +273,18 @@ fn with_slate_width(
 }
 
 /// The environment variable that replaces the memory probe with a simulated device, to test
-/// out-of-memory handling without a GPU: JSON `{"capacity": bytes, "formula": "a*bs",
-/// "coefficients": {"a": 1000}, "ranks": [1]}` (a record costs what the formula says, over the
-/// variables `bs` and `l`; `ranks`, when given, limits it to those `RANK`s).
+/// out-of-memory handling without a GPU: JSON `{"capacity": bytes, "formula_terms":
+/// [{"coefficient": "a", "factor": 1, "powers": {"bs": 1}}], "coefficients": {"a": 1000},
+/// "ranks": [1]}` (a micro-batch costs what the formula of those terms says, written as a
+/// PredictiveBatcher's `formula_terms` over the variables `bs` and `l`; `ranks`, when given,
+/// limits it to those `RANK`s).
 pub const SIMULATED_MEMORY_ENV: &str = "XPM_TORCH_SIMULATED_MEMORY";
 
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct SimulatedSpec {
     capacity: u64,
-    formula: String,
+    formula_terms: Vec<crate::config::FormulaTermConfig>,
     coefficients: std::collections::BTreeMap<String, f64>,
     #[serde(default)]
     ranks: Option<Vec<u64>>,
@@ -282,9 +301,12 @@ fn simulated(text: &str) -> Result<Option<Box<dyn MemoryProbe>>> {
         return Ok(None);
     }
     let names: Vec<String> = spec.coefficients.keys().cloned().collect();
-    let formula =
-        crate::batching::Formula::parse(&spec.formula, &names, &["bs".into(), "l".into()])
-            .map_err(|e| e.at(SIMULATED_MEMORY_ENV))?;
+    let formula = crate::batching::Formula::new(
+        &spec.formula_terms,
+        &names,
+        &["bs".into(), "l".into()],
+        SIMULATED_MEMORY_ENV,
+    )?;
     let mut truth = crate::batching::CostModel::new(formula, "bs", SIMULATED_MEMORY_ENV)?;
     // Sorted by name, as the model orders them, then the slot of the coefficient-free part.
     let mut values: Vec<f64> = spec.coefficients.values().copied().collect();
@@ -312,3 +334,7 @@ pub(crate) fn memory_probe(device: Device) -> Result<Box<dyn MemoryProbe>> {
         _ => Box::new(CpuMemory::new(None)?),
     })
 }
+
+#[cfg(test)]
+#[path = "micro_tests.rs"]
+mod tests;

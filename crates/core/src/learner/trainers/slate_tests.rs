@@ -97,5 +97,7 @@ fn probe_slates_take_the_width_the_batcher_asks_for() {
     assert_eq!(b.labels.size(), vec![3, 8]);
     assert_eq!(b.mask.size(), vec![3, 8]);
     assert_eq!(b.input.len(), 24);
-    assert_eq!(dims.dims(&Batch::Slate(b), &[0, 1]).unwrap()["l"], 8);
+    let read = dims.batch_dims(&Batch::Slate(b)).unwrap();
+    assert_eq!(read.group(&[0, 1])["l"], 8);
+    assert_eq!(read.group(&[0, 1])["bs"], 2);
 }
