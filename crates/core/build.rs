@@ -13,6 +13,7 @@ fn main() {
     println!("cargo:rerun-if-changed=cpp/shim.cpp");
     println!("cargo:rerun-if-changed=cpp/autocast.cpp");
     println!("cargo:rerun-if-changed=cpp/generators.cpp");
+    println!("cargo:rerun-if-changed=cpp/cpu_cache.cpp");
     let Some(lib) = std::env::var_os("DEP_TCH_LIBTORCH_LIB").map(PathBuf::from) else {
         panic!(
             "torch-sys did not say where libtorch is (DEP_TCH_LIBTORCH_LIB); run `npm run setup`"
@@ -43,6 +44,7 @@ fn main() {
         .file("cpp/shim.cpp")
         .file("cpp/autocast.cpp")
         .file("cpp/generators.cpp")
+        .file("cpp/cpu_cache.cpp")
         .include(root.join("include"))
         .include(root.join("include/torch/csrc/api/include"))
         .flag("-std=c++17")

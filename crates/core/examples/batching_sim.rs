@@ -20,8 +20,8 @@ use xpm_torch_core::batching::{
     BatchDims, Batcher, Combine, CostModel, Dims, Formula, MicroBatchable,
 };
 use xpm_torch_core::config::{
-    AdaptivePackerConfig, BatchDimsProviderConfig, BatcherConfig, DimsProviderConfig, FormulaTermConfig, NoParams,
-    PackerConfig, PredictiveBatcherConfig, ProbePointConfig, Typed,
+    AdaptivePackerConfig, BatchDimsProviderConfig, BatcherConfig, DimsProviderConfig,
+    FormulaTermConfig, NoParams, PackerConfig, PredictiveBatcherConfig, ProbePointConfig, Typed,
 };
 use xpm_torch_core::rng::Rng;
 use xpm_torch_core::Result;

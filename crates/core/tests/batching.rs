@@ -10,8 +10,8 @@ use tch::{Device, Kind, Tensor};
 use xpm_torch_core::batching::memory::SimulatedDevice;
 use xpm_torch_core::batching::{BatchDims, Batcher, Combine, CostModel, Formula, MicroBatchable};
 use xpm_torch_core::config::{
-    AdaptivePackerConfig, BatchDimsProviderConfig, BatcherConfig, DimsProviderConfig, FormulaTermConfig, NoParams,
-    PackerConfig, PredictiveBatcherConfig, ProbePointConfig, Typed,
+    AdaptivePackerConfig, BatchDimsProviderConfig, BatcherConfig, DimsProviderConfig,
+    FormulaTermConfig, NoParams, PackerConfig, PredictiveBatcherConfig, ProbePointConfig, Typed,
 };
 use xpm_torch_core::{Error, Result};
 

@@ -15,7 +15,7 @@ use super::distributed::Distributed;
 use super::listeners::{ListenerStatus, ListenerView};
 use super::reproducibility::reproducibility_warnings;
 use super::{EpochReport, LearnOutput, Observer, StepProgress, TrainerContext};
-use crate::batching::memory::HeapTrimmer;
+use crate::batching::memory::{install_cpu_tensor_cache, HeapTrimmer};
 use crate::config::{JsHookKind, LearnerConfig};
 use crate::data::Shard;
 use crate::models::draws_from_global_generator;
@@ -270,6 +270,8 @@ impl<'a> Training<'a> {
             resumed_from: from.map(|d| d.display().to_string()),
             warnings: Vec::new(),
         };
+        // The run's CPU tensors from here on are reused step after step (see HeapTrimmer).
+        install_cpu_tensor_cache()?;
         let training = Training {
             config,
             observer,

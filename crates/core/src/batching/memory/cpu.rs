@@ -11,6 +11,10 @@ extern "C" {
     /// glibc: returns free heap memory to the operating system, so that memory freed by one
     /// probe does not hide the next probe's growth in resident memory.
     fn malloc_trim(pad: usize) -> c_int;
+    fn xpm_cpu_cache_install() -> *mut std::ffi::c_char;
+    fn xpm_cpu_cache_release_idle();
+    fn xpm_cpu_cache_release();
+    fn xpm_cpu_cache_bytes() -> usize;
 }
 
 const STATUS: &str = "/proc/self/status";
@@ -88,10 +92,32 @@ impl MemoryProbe for CpuMemory {
     }
 }
 
-/// Returns the free memory of glibc's heap to the operating system.
+/// Returns the blocks of the CPU tensor cache and the free memory of glibc's heap to the
+/// operating system.
 pub fn release_free_heap() {
-    // SAFETY: malloc_trim only walks glibc's own heap; any pad value is valid.
-    unsafe { malloc_trim(0) };
+    // SAFETY: plain calls; the cache takes its own lock, malloc_trim walks glibc's own heap and
+    // any pad value is valid.
+    unsafe {
+        xpm_cpu_cache_release();
+        malloc_trim(0);
+    }
+}
+
+/// Makes libtorch allocate large CPU tensors through the core's cache (`cpp/cpu_cache.cpp`):
+/// a block freed at the end of a step is reused by the next step's request of its size instead
+/// of being handed back and faulted in again. Idempotent.
+///
+/// # Errors
+/// A libtorch error registering the allocator.
+pub fn install_cpu_tensor_cache() -> Result<()> {
+    // SAFETY: no arguments; the result is the shim's message convention.
+    crate::shim::checked(unsafe { xpm_cpu_cache_install() })
+}
+
+/// Bytes of freed tensors the CPU cache holds for reuse.
+pub fn cpu_tensor_cache_bytes() -> usize {
+    // SAFETY: a read under the cache's lock.
+    unsafe { xpm_cpu_cache_bytes() }
 }
 
 /// Releases the heap memory a training step freed, at most once per `period`.
@@ -125,10 +151,14 @@ impl HeapTrimmer {
         due
     }
 
-    /// After a step: trims the heap when due.
+    /// After a step: hands back the cached tensor blocks no request took during the step, and
+    /// trims glibc's heap when due.
     pub fn after_step(&mut self) {
+        // SAFETY: a plain call; the cache takes its own lock.
+        unsafe { xpm_cpu_cache_release_idle() };
         if self.due(std::time::Instant::now()) {
-            release_free_heap();
+            // SAFETY: malloc_trim only walks glibc's own heap; any pad value is valid.
+            unsafe { malloc_trim(0) };
         }
     }
 }

@@ -712,8 +712,8 @@ mod tests {
         use crate::batching::memory::SimulatedDevice;
         use crate::batching::{CostModel, Formula};
         use crate::config::{
-            BatchDimsProviderConfig, BatcherConfig, DimsProviderConfig, FormulaTermConfig, NoParams, PackerConfig,
-            PredictiveBatcherConfig, ProbePointConfig, Typed,
+            BatchDimsProviderConfig, BatcherConfig, DimsProviderConfig, FormulaTermConfig,
+            NoParams, PackerConfig, PredictiveBatcherConfig, ProbePointConfig, Typed,
         };
         use crate::data::{PairwiseSampler, Shard};
         use crate::losses::CrossEntropyLoss;
