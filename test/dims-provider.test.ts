@@ -2,7 +2,8 @@
 // variable, checked, and how each combines over a group of records.
 import { describe, expect, it } from "vitest";
 
-import { defineBatchDimsProvider, dimsColumns, dimsProviderBehaviour } from "../ts/samplers.js";
+import { registeredBehaviour } from "../ts/extensions.js";
+import { type DimsProviderBehaviour, type SamplerKind, defineBatchDimsProvider, dimsColumns } from "../ts/samplers.js";
 
 const Lengths = defineBatchDimsProvider(
   "tests.dims.Lengths",
@@ -14,7 +15,7 @@ const Lengths = defineBatchDimsProvider(
     buildProbeBatch: () => [],
   },
 );
-const behaviour = dimsProviderBehaviour(Lengths.C({ probe_dims: new Set() }))!;
+const behaviour = registeredBehaviour(Lengths.C({ probe_dims: new Set() }))!.behaviour as DimsProviderBehaviour<object, SamplerKind>;
 
 describe("dims providers written in TypeScript", () => {
   it("give the core one column per variable and how it combines", () => {
