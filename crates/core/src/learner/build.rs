@@ -12,8 +12,8 @@ use super::listeners::{
     ValidationLoss,
 };
 use super::trainers::{
-    memory_probe, AnyLoss, EvaluationBatching, EvaluationPairs, LossSet, LossTrainer,
-    MultipleTrainer, RecordDims, Trainer,
+    memory_probe, EvaluationBatching, EvaluationPairs, LossTrainer, MultipleTrainer, RecordDims,
+    Trainer,
 };
 use crate::batching::Batcher;
 use crate::config::{
@@ -30,6 +30,7 @@ use crate::losses::batchwise::{
     CrossEntropyLoss as BatchwiseCrossEntropyLoss, SoftmaxCrossEntropy,
 };
 use crate::losses::listwise::listwise_loss;
+use crate::losses::{AnyLoss, LossSet};
 use crate::losses::{CrossEntropyLoss, HingeLoss, OutputType, PointwiseCrossEntropyLoss};
 use crate::models::{self, Model};
 use crate::optim::{

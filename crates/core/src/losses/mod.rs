@@ -9,7 +9,9 @@ pub mod batchwise;
 mod bce;
 pub mod listwise;
 pub mod pairwise;
+mod set;
 
 pub use base::*;
 pub use bce::*;
 pub use pairwise::*;
+pub(crate) use set::*;

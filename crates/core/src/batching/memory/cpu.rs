@@ -120,14 +120,13 @@ pub fn cpu_tensor_cache_bytes() -> usize {
     unsafe { xpm_cpu_cache_bytes() }
 }
 
-/// Releases the heap memory a training step freed, at most once per `period`.
+/// After each training step: hands back the cached tensor blocks the step did not ask for, and
+/// trims glibc's heap at most once per `period`.
 ///
-/// On the CPU, libtorch allocates a step's activations with `malloc`; once freed, glibc keeps
-/// them in its heap, fragmented, and the next step's tensors fit the holes only in part: on a
-/// MiniLM cross-encoder (16 pairs × 128 tokens) the resident memory settles ~25% above what one
-/// step needs (`benchmarks/README.md`). Trimming after a step hands the holes back. A trim walks
-/// the heap (milliseconds on a large one), hence the period: every step of a slow model, a
-/// negligible share of a fast one's.
+/// Large CPU tensors live in the core's cache (see [`install_cpu_tensor_cache`]): their blocks
+/// are reused step after step, and only those idle for a whole step are unmapped. What remains
+/// in glibc's heap (small tensors, the tokenizer's and Node's allocations) fragments as it is
+/// freed; a trim walks the heap (milliseconds on a large one), hence the period.
 #[derive(Debug)]
 pub struct HeapTrimmer {
     period: std::time::Duration,

@@ -4,8 +4,9 @@ use serde_json::json;
 
 use super::best::{BestTracker, ValidationSchedule};
 use super::{Listener, ListenerCall, ListenerView};
-use crate::learner::trainers::{EvaluationBatching, EvaluationPairs, LossSet};
+use crate::learner::trainers::{EvaluationBatching, EvaluationPairs};
 use crate::learner::{Observer, TrainerContext};
+use crate::losses::LossSet;
 use crate::models::Model;
 use crate::Result;
 

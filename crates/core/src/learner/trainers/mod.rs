@@ -1,11 +1,13 @@
 //! Trainers: how one optimizer step's gradients are produced.
 
+mod evaluation;
 mod loss;
 mod micro;
 mod multiple;
 #[cfg(test)]
 mod slate_tests;
 
+pub(crate) use evaluation::*;
 pub(crate) use loss::*;
 pub(crate) use micro::*;
 pub(crate) use multiple::*;

@@ -2,11 +2,12 @@
 
 use tch::Kind;
 
-use super::{probe_batch, AnyLoss, LossSet, RecordDims};
+use super::{probe_batch, RecordDims};
 use crate::config::{BatcherConfig, MlpScorerConfig, NoParams, SyntheticLtrConfig};
 use crate::data::{synthetic_ltr, Batch, RecordKind, Sampler, Shard, SlateSampler};
 use crate::learner::TrainerContext;
 use crate::losses::listwise::{LambdaLoss, LambdaWeighting, ListNet, ListwiseLoss, Reduction};
+use crate::losses::{AnyLoss, LossSet};
 use crate::models::{MlpScorer, Model};
 use crate::rng::Rng;
 
