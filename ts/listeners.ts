@@ -74,6 +74,6 @@ export function defineListener<const Id extends string, P extends Params>(
 }
 
 /** Normalises what a behaviour returned. */
-export function toReply(answer: ListenerDecision | ListenerReply): ListenerReply {
+function toReply(answer: ListenerDecision | ListenerReply): ListenerReply {
   return typeof answer === "string" ? { status: answer } : answer;
 }
