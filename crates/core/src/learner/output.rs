@@ -22,3 +22,11 @@ pub struct LearnOutput {
     /// What went wrong without stopping the run (skipped checkpoints, ...).
     pub warnings: Vec<String>,
 }
+
+#[cfg(test)]
+impl LearnOutput {
+    /// The epochs' losses bit for bit, to compare runs that must be identical.
+    pub(crate) fn loss_bits(&self) -> Vec<u64> {
+        self.epochs.iter().map(|e| e.loss.to_bits()).collect()
+    }
+}

@@ -367,6 +367,13 @@ thread_local! {
 }
 
 fn train_features(model: &str) -> LearnOutput {
+    let config = parse_learner(&features_learner_json(model, 4, 20, 0.05)).unwrap();
+    learn(&config, &mut NoObserver, &AtomicBool::new(false)).unwrap()
+}
+
+/// A Learner training the feature `model` on pairs of a synthetic graded dataset, validated by
+/// ranking held-out queries (`heldout`).
+fn features_learner_json(model: &str, epochs: u64, steps: u64, lr: f64) -> String {
     let sampler = format!(
         r#"{{"__xpmtype__":"xpm_torch.samplers.PairwiseSampler","dataset":{}}}"#,
         ltr(1, 60)
@@ -376,8 +383,7 @@ fn train_features(model: &str) -> LearnOutput {
             "metrics":{{"pairwise_accuracy":false}},"warmup":-1,"validation_interval":1,"early_stop":0}}"#,
         ltr(2, 20)
     );
-    let config = parse_learner(&learner_json(model, &sampler, &listener, 4, 20, 0.05)).unwrap();
-    learn(&config, &mut NoObserver, &AtomicBool::new(false)).unwrap()
+    learner_json(model, &sampler, &listener, epochs, steps, lr)
 }
 
 /// Text models train on planted-signal triplets; `TrainerValidationLoss` over held-out triplets
@@ -728,18 +734,9 @@ fn text_triplets_validate_only_a_pretrained_text_model() {
 /// `ddp` alone trains through a process group of one (Gloo here) exactly as no group does.
 #[test]
 fn ddp_alone_trains_like_one_process_without_a_group() {
-    let sampler = format!(
-        r#"{{"__xpmtype__":"xpm_torch.samplers.PairwiseSampler","dataset":{}}}"#,
-        ltr(1, 60)
-    );
-    let listener = format!(
-        r#"{{"__xpmtype__":"xpm_torch.listeners.RankingValidationListener","id":"heldout","dataset":{},
-            "metrics":{{"pairwise_accuracy":false}},"warmup":-1,"validation_interval":1,"early_stop":0}}"#,
-        ltr(2, 20)
-    );
     let model = r#"{"__xpmtype__":"xpm_torch.models.MLP","input_dim":8,"hidden_dims":[16],"activation":"relu","dropout":0.0,"layer_norm":false}"#;
     let run = |strategy: &str| {
-        let json = learner_json(model, &sampler, &listener, 2, 10, 0.05).replace(
+        let json = features_learner_json(model, 2, 10, 0.05).replace(
             "\"strategy\":\"auto\"",
             &format!("\"strategy\":\"{strategy}\""),
         );
@@ -750,7 +747,7 @@ fn ddp_alone_trains_like_one_process_without_a_group() {
             &AtomicBool::new(false),
         )
         .unwrap();
-        let losses: Vec<u64> = out.epochs.iter().map(|e| e.loss.to_bits()).collect();
+        let losses = out.loss_bits();
         (std::fs::read(out.learned_model.unwrap()).unwrap(), losses)
     };
     assert!(run("ddp") == run("auto"));
