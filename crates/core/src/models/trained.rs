@@ -1,6 +1,7 @@
 use std::path::Path;
 
 use super::{build, load_weights, Model};
+use crate::batching::memory::release_cpu_tensor_cache;
 use crate::config::ModelConfig;
 use crate::data::{EncodedRows, ScoreInput, TextEncoding, TokenTable};
 use crate::rng::Rng;
@@ -175,6 +176,7 @@ impl TrainedModel {
             let flat = Vec::<f32>::try_from(out.f_flatten(0, -1)?)?;
             vectors.extend(flat.chunks(width.max(1)).map(<[f32]>::to_vec));
         }
+        release_cpu_tensor_cache();
         Ok(vectors)
     }
 
@@ -183,7 +185,9 @@ impl TrainedModel {
     /// # Errors
     /// [`Error::Config`] when the model cannot score this kind of input; a libtorch error.
     pub fn score(&self, input: &ScoreInput, batch_size: usize) -> Result<Vec<f32>> {
-        score_rows(self.model.as_ref(), self.device, input, batch_size)
+        let scores = score_rows(self.model.as_ref(), self.device, input, batch_size);
+        release_cpu_tensor_cache();
+        scores
     }
 }
 

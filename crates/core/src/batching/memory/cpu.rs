@@ -95,12 +95,9 @@ impl MemoryProbe for CpuMemory {
 /// Returns the blocks of the CPU tensor cache and the free memory of glibc's heap to the
 /// operating system.
 pub fn release_free_heap() {
-    // SAFETY: plain calls; the cache takes its own lock, malloc_trim walks glibc's own heap and
-    // any pad value is valid.
-    unsafe {
-        xpm_cpu_cache_release();
-        malloc_trim(0);
-    }
+    release_cpu_tensor_cache();
+    // SAFETY: malloc_trim only walks glibc's own heap; any pad value is valid.
+    unsafe { malloc_trim(0) };
 }
 
 /// Makes libtorch allocate large CPU tensors through the core's cache (`cpp/cpu_cache.cpp`):
@@ -112,6 +109,13 @@ pub fn release_free_heap() {
 pub fn install_cpu_tensor_cache() -> Result<()> {
     // SAFETY: no arguments; the result is the shim's message convention.
     crate::shim::checked(unsafe { xpm_cpu_cache_install() })
+}
+
+/// Hands the blocks of freed tensors the CPU cache holds back to the system (after a run, and
+/// after scoring outside one, where no step would release them).
+pub fn release_cpu_tensor_cache() {
+    // SAFETY: a plain call; the cache takes its own lock.
+    unsafe { xpm_cpu_cache_release() }
 }
 
 /// Bytes of freed tensors the CPU cache holds for reuse.
@@ -159,6 +163,13 @@ impl HeapTrimmer {
             // SAFETY: malloc_trim only walks glibc's own heap; any pad value is valid.
             unsafe { malloc_trim(0) };
         }
+    }
+}
+
+impl Drop for HeapTrimmer {
+    /// The run is over: nothing will ask for its blocks again.
+    fn drop(&mut self) {
+        release_cpu_tensor_cache();
     }
 }
 
