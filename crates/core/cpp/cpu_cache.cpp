@@ -38,7 +38,7 @@ class CachingCpuAllocator final : public c10::Allocator {
     void* block = nullptr;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      // The smallest free block that fits without wasting more than a quarter of it.
+      // The smallest free block that fits, if it is at most a quarter larger than asked.
       auto found = free_.lower_bound(size);
       if (found != free_.end() && found->first <= size + size / 4) {
         block = found->second.block;
