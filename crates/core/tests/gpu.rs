@@ -35,6 +35,22 @@ fn train(json: &str) -> LearnOutput {
     learn(&config, &mut NoObserver, &AtomicBool::new(false)).expect("training ends")
 }
 
+/// Both runs trained as many epochs, each epoch's losses within `tolerance`.
+fn assert_same_losses(a: (&LearnOutput, &str), b: (&LearnOutput, &str), tolerance: f64) {
+    assert_eq!(a.0.epochs.len(), b.0.epochs.len());
+    for (x, y) in a.0.epochs.iter().zip(&b.0.epochs) {
+        assert!(
+            (x.loss - y.loss).abs() <= tolerance,
+            "epoch {}: {} {} {} {}",
+            x.epoch,
+            a.1,
+            x.loss,
+            b.1,
+            y.loss
+        );
+    }
+}
+
 fn accuracy(out: &LearnOutput) -> f64 {
     out.epochs.last().expect("an epoch").metrics["heldout/pairwise_accuracy"]
 }
@@ -84,16 +100,7 @@ fn thirty_two_true_on_cuda_matches_the_cpu_losses() {
     let exact = r#","torch_fp32_precision":"highest""#;
     let on_cpu = train(&learner_json("32-true", "cpu", exact, 3));
     let on_gpu = train(&learner_json("32-true", "cuda", exact, 3));
-    assert_eq!(on_cpu.epochs.len(), on_gpu.epochs.len());
-    for (c, g) in on_cpu.epochs.iter().zip(&on_gpu.epochs) {
-        assert!(
-            (c.loss - g.loss).abs() <= 1e-4,
-            "epoch {}: cpu {} cuda {}",
-            c.epoch,
-            c.loss,
-            g.loss
-        );
-    }
+    assert_same_losses((&on_cpu, "cpu"), (&on_gpu, "cuda"), 1e-4);
 }
 
 #[test]
@@ -247,15 +254,7 @@ fn ddp_on_one_gpu_trains_through_nccl_and_checkpoints() {
         .checkpoints
         .values()
         .all(|c| std::path::Path::new(c).exists()));
-    for (a, b) in plain.epochs.iter().zip(&ddp.epochs) {
-        assert!(
-            (a.loss - b.loss).abs() <= 1e-6,
-            "epoch {}: alone {} ddp {}",
-            a.epoch,
-            a.loss,
-            b.loss
-        );
-    }
+    assert_same_losses((&plain, "alone"), (&ddp, "ddp"), 1e-6);
 }
 
 /// Batches go to the GPU through pinned host memory and a non-blocking copy: what arrives is
