@@ -4,13 +4,17 @@
 //!    a·bs·l² + b·bs·l + c with ±5 % noise): micro-batches per outer batch, use of the budget
 //!    (75 % of the free memory), and out-of-memory events for the predictive batcher's three packers and the
 //!    power-adaptative batcher; the fitted model's held-out relative error.
-//! 2. With a small attention-like model, on the CPU measured through `/proc` or on CUDA through
-//!    the caching allocator: predicted against measured peak at dimensions that were not probed.
+//! 2. With `--hf DIR`, the pretrained cross-encoder of a Hugging Face model directory (e.g.
+//!    all-MiniLM-L6-v2; `node scripts/minilm.mjs` provisions it) trained through the runtime,
+//!    on the CPU measured through `/proc` or on CUDA through the caching allocator: the
+//!    predictive batcher's predicted against the measured peak at dimensions that were not
+//!    probed.
 //!
-//! `cargo run --release -p xpm-torch-core --example batching_sim` (both tables, CPU), or
-//! `batching_sim cuda` (the second table on the first GPU; `scripts/gpu/suite.sh` runs it).
+//! `cargo run --release -p xpm-torch-core --example batching_sim -- --hf DIR` (both tables,
+//! CPU), or `batching_sim cuda --hf DIR [--precision bf16-mixed]` (the second table on the
+//! first GPU; `scripts/gpu/suite.sh` runs it).
 // An example may stop at the first failure.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
 
@@ -23,7 +27,11 @@ use xpm_torch_core::config::{
     AdaptivePackerConfig, BatchDimsProviderConfig, BatcherConfig, DimsProviderConfig,
     FormulaTermConfig, NoParams, PackerConfig, PredictiveBatcherConfig, ProbePointConfig, Typed,
 };
+use xpm_torch_core::config::{FabricConfiguration, ModelConfig};
+use xpm_torch_core::data::{EncodedRows, EncodedTexts, ScoreInput};
+use xpm_torch_core::models::{build, Model};
 use xpm_torch_core::rng::Rng;
+use xpm_torch_core::runtime::{Hardware, PlacedModel, Runtime};
 use xpm_torch_core::Result;
 
 const MIB: f64 = (1u64 << 20) as f64;
@@ -240,17 +248,87 @@ fn simulated_table() {
     }
 }
 
-/// An attention-like block: scores = x·xᵀ/√d, softmax, mixed values, a projection, squared loss.
-fn attention_step(w: &Tensor, bs: i64, l: i64, d: i64) -> Result<()> {
-    let x = Tensor::f_randn([bs, l, d], (Kind::Float, w.device()))?;
-    let h = x.f_matmul(w)?;
-    let scores = h
-        .f_matmul(&h.f_transpose(1, 2)?)?
-        .f_div_scalar((d as f64).sqrt())?;
-    let attn = scores.f_softmax(-1, Kind::Float)?;
-    let out = attn.f_matmul(&h)?;
-    out.f_square()?.f_mean(Kind::Float)?.f_backward()?;
-    Ok(())
+/// A pretrained cross-encoder seen through the runtime (placed on its device, forward under
+/// its autocast), and random batches of its vocabulary.
+struct CrossEncoderStep {
+    model: PlacedModel,
+    vocab: i64,
+    device: Device,
+}
+
+impl CrossEncoderStep {
+    fn new(dir: &str, device: Device, precision: &str) -> Self {
+        let json = format!(
+            r#"{{"__xpmtype__":"xpm_torch.models.CrossEncoder","encoder":{{"__xpmtype__":"xpm_torch.models.HFEncoder","id":"measured","path":{dir:?}}},"max_length":512}}"#
+        );
+        let config: ModelConfig = serde_json::from_str(&json).unwrap();
+        let model = build(&config, &mut Rng::new(1), "model").unwrap();
+        let fabric = FabricConfiguration {
+            precision: precision.into(),
+            torch_fp32_precision: None,
+            num_nodes: 1,
+            devices: "auto".into(),
+            strategy: "auto".into(),
+            accelerator: if device.is_cuda() { "cuda" } else { "cpu" }.into(),
+            num_threads: None,
+            deterministic: None,
+        };
+        let hardware = Hardware {
+            cuda_devices: usize::from(device.is_cuda()),
+        };
+        let (runtime, _) = Runtime::for_hardware(&fabric, hardware).unwrap();
+        let text = std::fs::read_to_string(format!("{dir}/config.json")).unwrap();
+        let vocab = serde_json::from_str::<serde_json::Value>(&text).unwrap()["vocab_size"]
+            .as_i64()
+            .unwrap();
+        CrossEncoderStep {
+            model: PlacedModel::new(model, runtime).unwrap(),
+            vocab,
+            device,
+        }
+    }
+
+    /// One forward and backward of `bs` pairs of `l` tokens (no padding), as a training step
+    /// computes them.
+    fn run(&self, bs: i64, l: i64) -> Result<()> {
+        // Ids from the CPU like a batch, above the special tokens.
+        let ids = Tensor::f_randint_low(100, self.vocab, [bs, l], (Kind::Int64, Device::Cpu))?;
+        let rows = EncodedRows {
+            type_ids: ids.f_zeros_like()?,
+            mask: ids.f_ones_like()?,
+            ids,
+            pad_id: 0,
+        };
+        let scores = self
+            .model
+            .forward(&ScoreInput::Encoded(EncodedTexts::Pairs(rows)))?;
+        scores.f_square()?.f_mean(Kind::Float)?.f_backward()?;
+        Ok(())
+    }
+
+    fn zero_grad(&self) -> Result<()> {
+        for p in self.model.named_parameters() {
+            let mut grad = p.tensor.grad();
+            if grad.defined() {
+                let _ = grad.f_zero_()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn describe(&self) -> String {
+        let count: i64 = self
+            .model
+            .named_parameters()
+            .iter()
+            .map(|p| p.tensor.numel() as i64)
+            .sum();
+        format!("{:.1} M parameters", count as f64 / 1e6)
+    }
+
+    fn on_cuda(&self) -> bool {
+        self.device.is_cuda()
+    }
 }
 
 fn probe_of(device: Device) -> Box<dyn MemoryProbe> {
@@ -260,51 +338,49 @@ fn probe_of(device: Device) -> Box<dyn MemoryProbe> {
     }
 }
 
-fn measured_table(device: Device) {
-    const D: i64 = 64;
+/// The predictive batcher fitted on probes of the cross-encoder in `dir`, then its predictions
+/// against the measured peak at dimensions that were not probed.
+fn measured_table(device: Device, dir: &str, precision: &str) {
     // Probes first: on CUDA this opens the CUDA library before anything asks tch about CUDA.
     let batcher_probe = probe_of(device);
     let mut probe = probe_of(device);
-    let w = Tensor::randn([D, D], (Kind::Float, device)).set_requires_grad(true);
-    let zero = || {
-        let mut g = w.shallow_clone();
-        g.zero_grad();
-        Ok(())
-    };
-    let probes = [(1, 256), (1, 512), (2, 512), (2, 1024), (4, 256), (4, 1024)];
+    let step = CrossEncoderStep::new(dir, device, precision);
+    let probes = [(1, 128), (1, 512), (2, 256), (4, 512), (8, 128), (8, 256)];
     let config = predictive(PackerConfig::Uniform(NoParams {}), &probes);
-    let label = if device.is_cuda() { "cuda" } else { "cpu" };
+    let label = if step.on_cuda() { "cuda" } else { "cpu" };
     let mut batcher = Batcher::new(&config, 64, batcher_probe, label).unwrap();
-    // Warm-up: libtorch's first calls allocate lasting buffers that are not the batch's cost.
-    attention_step(&w, 1, 64, D).unwrap();
+    // Warm-up: the first step allocates the gradients and libtorch's lasting buffers, which are
+    // not the batch's cost.
+    step.run(2, 64).unwrap();
     batcher
         .probe(
-            |d| attention_step(&w, d["bs"] as i64, d["l"] as i64, D),
-            zero,
+            |d| step.run(d["bs"] as i64, d["l"] as i64),
+            || step.zero_grad(),
             &mut |w| eprintln!("warning: {w}"),
         )
         .unwrap();
     let fitted = batcher.cost_model().unwrap().clone();
-    let measured = if device.is_cuda() {
+    let measured = if step.on_cuda() {
         "CUDA, peak allocated memory of the caching allocator"
     } else {
         "CPU, peak resident memory (VmHWM)"
     };
     println!(
-        "{measured} above the start, attention-like block (d = {D}); fitted on {} probes, \
-         coefficients {:?}.\n",
+        "{measured} above the start, cross-encoder from {dir} ({}, {precision}); fitted on {} \
+         probes, coefficients {:?}.\n",
+        step.describe(),
         probes.len(),
         fitted.coefficients().unwrap()
     );
     println!("| bs | l | predicted MiB | measured MiB | relative error |");
     println!("|---|---|---|---|---|");
-    for (bs, l) in [(3u64, 384u64), (8, 256), (2, 768), (6, 640), (1, 1536)] {
+    for (bs, l) in [(3u64, 384u64), (6, 192), (2, 448), (12, 96), (5, 320)] {
         probe.empty_cache().unwrap();
         probe.reset_peak().unwrap();
         let start = probe.allocated_bytes().unwrap();
-        attention_step(&w, bs as i64, l as i64, D).unwrap();
+        step.run(bs as i64, l as i64).unwrap();
         let measured = probe.peak_bytes().unwrap().saturating_sub(start) as f64;
-        zero().unwrap();
+        step.zero_grad().unwrap();
         let predicted = fitted.predict(&dims(bs, l)).unwrap();
         println!(
             "| {bs} | {l} | {:.1} | {:.1} | {:+.1} % |",
@@ -315,11 +391,31 @@ fn measured_table(device: Device) {
     }
 }
 
+const USAGE: &str = "usage: batching_sim [cuda] [--hf DIR] [--precision P]";
+
 fn main() {
-    if std::env::args().nth(1).as_deref() == Some("cuda") {
-        measured_table(Device::Cuda(0));
-        return;
+    let mut cuda = false;
+    let mut dir = None;
+    let mut precision = "32-true".to_string();
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "cuda" => cuda = true,
+            "--hf" => dir = Some(args.next().expect(USAGE)),
+            "--precision" => precision = args.next().expect(USAGE),
+            _ => panic!("{USAGE}"),
+        }
     }
-    simulated_table();
-    measured_table(Device::Cpu);
+    if !cuda {
+        simulated_table();
+    }
+    match dir {
+        Some(dir) => {
+            let device = if cuda { Device::Cuda(0) } else { Device::Cpu };
+            measured_table(device, &dir, &precision);
+        }
+        None => println!(
+            "\n(no measured table: pass --hf DIR, a Hugging Face BERT-like model directory)"
+        ),
+    }
 }

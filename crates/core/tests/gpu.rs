@@ -12,8 +12,12 @@ use tch::{Device, Kind, Tensor};
 use xpm_torch_core::batching::memory::{is_out_of_memory, CudaMemory, MemoryProbe};
 use xpm_torch_core::config::parse_learner;
 use xpm_torch_core::config::FabricConfiguration;
+use xpm_torch_core::data::{
+    Batch, BatchSource, LtrDataset, PairwiseSampler, ScoreInput, Shard, Staging,
+};
 use xpm_torch_core::distributed::{Backend, DistEnv, DistOptions, ProcessGroup, ReduceOp};
 use xpm_torch_core::learner::{learn, LearnOutput, NoObserver};
+use xpm_torch_core::rng::Rng;
 use xpm_torch_core::runtime::{cuda_library, CudaLibrary, Hardware, LossScaler, Runtime};
 
 #[path = "support/demo_config.rs"]
@@ -281,4 +285,45 @@ fn batches_reach_the_gpu_unchanged_through_pinned_memory() {
     let back = on_gpu.to_device(Device::Cpu);
     let expected = Tensor::f_arange(1 << 20, (Kind::Float, Device::Cpu)).unwrap();
     assert!(back.equal(&expected));
+}
+
+/// The data producer thread leaves the batches of a CUDA run in pinned memory, their pairwise
+/// halves already joined, so that the training thread copies them to the GPU asynchronously
+/// without staging them first; what arrives is the batch.
+#[test]
+#[ignore = "needs a CUDA GPU: scripts/gpu/suite.sh runs it"]
+fn the_producer_thread_leaves_batches_pinned_and_joined() {
+    cuda();
+    let data = LtrDataset {
+        features: (0..80).map(|x| x as f32 / 7.0).collect(),
+        num_features: 2,
+        relevance: (0..40).map(|x| (x % 3) as u8).collect(),
+        query_bounds: vec![0, 10, 20, 30, 40],
+    };
+    let sampler = || Box::new(PairwiseSampler::new(&data, Rng::new(3), Shard::WHOLE, "s").unwrap());
+    let device = Device::Cuda(0);
+    let mut pinned = BatchSource::new(sampler(), 6, 2, Staging::for_device(device));
+    let mut plain = BatchSource::new(sampler(), 6, 0, Staging::Host);
+    for _ in 0..3 {
+        let (Batch::Pairwise(p), Batch::Pairwise(h)) =
+            (pinned.next_batch().unwrap(), plain.next_batch().unwrap())
+        else {
+            panic!("pairwise batches expected")
+        };
+        let (Some(ScoreInput::Features(joined)), Some(ScoreInput::Features(expected))) =
+            (&p.joined, &h.joined)
+        else {
+            panic!("joined feature rows expected")
+        };
+        assert!(
+            joined.is_pinned(device),
+            "the joined rows are in pinned memory"
+        );
+        let ScoreInput::Features(positive) = &p.positive else {
+            panic!("features expected")
+        };
+        assert!(positive.is_pinned(device));
+        let on_gpu = joined.to_device_(device, joined.kind(), true, false);
+        assert!(on_gpu.to_device(Device::Cpu).equal(expected));
+    }
 }

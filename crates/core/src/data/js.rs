@@ -246,10 +246,10 @@ impl Sampler for JsSampler {
 /// [`Error::Callback`] for a malformed reply; a libtorch error.
 pub fn records_batch(reply: &JsMessage, rows: usize, what: &str) -> Result<Batch> {
     Ok(match reply.json["type"].as_str() {
-        Some("pairwise") => Batch::Pairwise(PairwiseBatch {
-            positive: JsSampler::features(reply, "positive", rows, what)?,
-            negative: JsSampler::features(reply, "negative", rows, what)?,
-        }),
+        Some("pairwise") => Batch::Pairwise(PairwiseBatch::new(
+            JsSampler::features(reply, "positive", rows, what)?,
+            JsSampler::features(reply, "negative", rows, what)?,
+        )),
         Some("pointwise") => Batch::Pointwise(PointwiseBatch {
             input: JsSampler::features(reply, "features", rows, what)?,
             relevance: Tensor::f_from_slice(reply.floats("relevance", what)?)?,
@@ -409,10 +409,10 @@ mod tests {
     fn packed_records_read_back_as_the_same_batch() {
         let positive = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0]).view([2, 2]);
         let negative = Tensor::from_slice(&[0.0f32, -1.0, 5.0, 6.0]).view([2, 2]);
-        let batch = Batch::Pairwise(PairwiseBatch {
-            positive: ScoreInput::Features(positive),
-            negative: ScoreInput::Features(negative),
-        });
+        let batch = Batch::Pairwise(PairwiseBatch::new(
+            ScoreInput::Features(positive),
+            ScoreInput::Features(negative),
+        ));
         let packed = packed_records(&batch, "t").unwrap();
         assert_eq!(packed.floats["negative"], [0.0, -1.0, 5.0, 6.0]);
         let Batch::Pairwise(back) = records_batch(&packed, 2, "t").unwrap() else {

@@ -1,13 +1,14 @@
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::time::{Duration, Instant};
 
-use super::{Batch, RecordKind, Sampler, Truncation};
+use super::{Batch, RecordKind, Sampler, Staging, Truncation};
 use crate::{Error, Result};
 
 /// A batch, the sampler's position after it and its truncation counts so far.
 type Prepared = Result<(Batch, serde_json::Value, Option<Truncation>)>;
 
-/// Batches of a [`Sampler`], prepared ahead on a thread of their own when `ahead > 0`.
+/// Batches of a [`Sampler`], prepared ahead on a thread of their own when `ahead > 0`, and
+/// staged there for their device ([`Batch::staged`]).
 /// One producer makes the batches in order, so the sequence is the same whatever `ahead` is;
 /// the position reported is that of the last batch *consumed*, which is what a checkpoint
 /// must record.
@@ -15,6 +16,7 @@ pub struct BatchSource {
     template: Box<dyn Sampler>,
     batch_size: usize,
     ahead: usize,
+    staging: Staging,
     position: serde_json::Value,
     inline: Option<Box<dyn Sampler>>,
     producer: Option<Receiver<Prepared>>,
@@ -26,13 +28,20 @@ pub struct BatchSource {
 }
 
 impl BatchSource {
-    /// Batches of `batch_size` pairs from `sampler`, `ahead` of them prepared in advance.
-    pub fn new(sampler: Box<dyn Sampler>, batch_size: usize, ahead: usize) -> Self {
+    /// Batches of `batch_size` pairs from `sampler`, `ahead` of them prepared in advance,
+    /// staged as `staging` says.
+    pub fn new(
+        sampler: Box<dyn Sampler>,
+        batch_size: usize,
+        ahead: usize,
+        staging: Staging,
+    ) -> Self {
         let mut source = BatchSource {
             position: sampler.position(),
             template: sampler,
             batch_size,
             ahead,
+            staging,
             inline: None,
             producer: None,
             waited: Duration::ZERO,
@@ -55,12 +64,13 @@ impl BatchSource {
         }
         self.inline = None;
         let (tx, rx) = sync_channel::<Prepared>(self.ahead);
-        let batch_size = self.batch_size;
+        let (batch_size, staging) = (self.batch_size, self.staging);
         let spawned = std::thread::Builder::new()
             .name("xpm-torch-batches".into())
             .spawn(move || loop {
                 let batch = sampler
                     .next_batch(batch_size)
+                    .and_then(|b| b.staged(staging))
                     .map(|b| (b, sampler.position(), sampler.truncation()));
                 let failed = batch.is_err();
                 // A closed channel means the trainer went away (end of run, restore): stop.
@@ -81,7 +91,7 @@ impl BatchSource {
     /// A libtorch error while gathering the batch, or [`Error::Panic`] if the producer died.
     pub fn next_batch(&mut self) -> Result<Batch> {
         if let Some(sampler) = &mut self.inline {
-            let batch = sampler.next_batch(self.batch_size)?;
+            let batch = sampler.next_batch(self.batch_size)?.staged(self.staging)?;
             self.position = sampler.position();
             let truncation = sampler.truncation();
             self.count_truncation(truncation);
@@ -175,7 +185,7 @@ mod tests {
     }
 
     fn batches(ahead: usize, n: usize) -> Vec<Vec<f32>> {
-        let mut source = BatchSource::new(sampler(), 7, ahead);
+        let mut source = BatchSource::new(sampler(), 7, ahead, Staging::Host);
         (0..n).map(|_| positives(&mut source)).collect()
     }
 
@@ -188,14 +198,31 @@ mod tests {
     }
 
     #[test]
+    fn the_producer_thread_stages_the_batches() {
+        for ahead in [0, 2] {
+            let mut source = BatchSource::new(sampler(), 7, ahead, Staging::Host);
+            let Batch::Pairwise(b) = source.next_batch().unwrap() else {
+                panic!("pairwise expected")
+            };
+            let (Some(ScoreInput::Features(joined)), ScoreInput::Features(positive)) =
+                (&b.joined, &b.positive)
+            else {
+                panic!("joined features expected (ahead {ahead})")
+            };
+            assert_eq!(joined.size(), [14, 1]);
+            assert!(joined.narrow(0, 0, 7).equal(positive));
+        }
+    }
+
+    #[test]
     fn restoring_continues_after_the_last_consumed_batch() {
-        let mut a = BatchSource::new(sampler(), 7, 3);
+        let mut a = BatchSource::new(sampler(), 7, 3, Staging::Host);
         for _ in 0..5 {
             a.next_batch().unwrap();
         }
         let position = a.position();
         let expected: Vec<Vec<f32>> = (0..10).map(|_| positives(&mut a)).collect();
-        let mut b = BatchSource::new(sampler(), 7, 2);
+        let mut b = BatchSource::new(sampler(), 7, 2, Staging::Host);
         b.next_batch().unwrap();
         b.restore(&position, "s").unwrap();
         let got: Vec<Vec<f32>> = (0..10).map(|_| positives(&mut b)).collect();
@@ -237,6 +264,7 @@ mod tests {
                 Box::new(Cutting(sampler(), Truncation::default())),
                 7,
                 ahead,
+                Staging::Host,
             );
             let _ = source.peek().unwrap();
             for _ in 0..5 {
@@ -250,7 +278,7 @@ mod tests {
                 Some(Truncation { cut: 1, inputs: 7 })
             );
         }
-        let mut plain = BatchSource::new(sampler(), 7, 1);
+        let mut plain = BatchSource::new(sampler(), 7, 1, Staging::Host);
         plain.next_batch().unwrap();
         assert_eq!(
             plain.take_truncation(),

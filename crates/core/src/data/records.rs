@@ -1,4 +1,4 @@
-use tch::{Kind, Tensor};
+use tch::{Device, Kind, Tensor};
 
 use super::ScoreInput;
 use crate::Result;
@@ -10,6 +10,53 @@ pub struct PairwiseBatch {
     pub positive: ScoreInput,
     /// The other rows.
     pub negative: ScoreInput,
+    /// `positive` then `negative` as one input (the rows of one forward), when the batch was
+    /// staged ahead by the data producer; see [`Batch::staged`].
+    pub joined: Option<ScoreInput>,
+}
+
+impl PairwiseBatch {
+    /// Pairs whose rows are joined when they are scored.
+    pub fn new(positive: ScoreInput, negative: ScoreInput) -> Self {
+        PairwiseBatch {
+            positive,
+            negative,
+            joined: None,
+        }
+    }
+
+    /// `positive` then `negative` as one input: the staged one, or a new one.
+    ///
+    /// # Errors
+    /// See [`ScoreInput::concat`].
+    pub fn joined(&self) -> Result<ScoreInput> {
+        match &self.joined {
+            Some(joined) => joined.map(|t| Ok(t.shallow_clone())),
+            None => self.positive.concat(&self.negative),
+        }
+    }
+}
+
+/// What the data producer does to a batch once it is made, so that the training thread finds
+/// it ready for the device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Staging {
+    /// Batches for the CPU: the halves of pairwise batches are joined ahead.
+    Host,
+    /// Batches for a CUDA device: joined, and every tensor in page-locked (pinned) host memory,
+    /// so that the copy to `device` is asynchronous and costs the training thread no staging
+    /// copy. Only for a process whose CUDA library is loaded.
+    Pinned(Device),
+}
+
+impl Staging {
+    /// The staging for batches that go to `device`.
+    pub fn for_device(device: Device) -> Self {
+        match device {
+            Device::Cuda(_) => Staging::Pinned(device),
+            _ => Staging::Host,
+        }
+    }
 }
 
 /// (query, document, relevance) records.
@@ -107,6 +154,52 @@ impl Batch {
         self.len() == 0
     }
 
+    /// The batch ready for the device `staging` is for (on the producer thread, before the
+    /// training thread needs it).
+    ///
+    /// # Errors
+    /// A libtorch error (e.g. no page-locked memory left).
+    pub fn staged(self, staging: Staging) -> Result<Batch> {
+        let batch = match self {
+            Batch::Pairwise(b) if b.joined.is_none() => {
+                let joined = Some(b.joined()?);
+                Batch::Pairwise(PairwiseBatch { joined, ..b })
+            }
+            other => other,
+        };
+        match staging {
+            Staging::Host => Ok(batch),
+            Staging::Pinned(device) => batch.map(|t| Ok(t.f_internal_pin_memory(device)?)),
+        }
+    }
+
+    /// The same records with every tensor passed through `f`.
+    ///
+    /// # Errors
+    /// What `f` returns.
+    pub fn map(&self, f: impl Fn(&Tensor) -> Result<Tensor>) -> Result<Batch> {
+        Ok(match self {
+            Batch::Pairwise(b) => Batch::Pairwise(PairwiseBatch {
+                positive: b.positive.map(&f)?,
+                negative: b.negative.map(&f)?,
+                joined: b.joined.as_ref().map(|j| j.map(&f)).transpose()?,
+            }),
+            Batch::Pointwise(b) => Batch::Pointwise(PointwiseBatch {
+                input: b.input.map(&f)?,
+                relevance: f(&b.relevance)?,
+            }),
+            Batch::Batchwise(b) => Batch::Batchwise(BatchwiseBatch {
+                input: b.input.map(&f)?,
+                relevance: f(&b.relevance)?,
+            }),
+            Batch::Slate(b) => Batch::Slate(SlateBatch {
+                input: b.input.map(&f)?,
+                labels: f(&b.labels)?,
+                mask: f(&b.mask)?,
+            }),
+        })
+    }
+
     /// Records `records`, in that order (a micro-batch).
     ///
     /// # Errors
@@ -115,10 +208,10 @@ impl Batch {
         let rows: Vec<i64> = records.iter().map(|&r| r as i64).collect();
         let index = Tensor::f_from_slice(&rows)?;
         Ok(match self {
-            Batch::Pairwise(b) => Batch::Pairwise(PairwiseBatch {
-                positive: b.positive.select(&index)?,
-                negative: b.negative.select(&index)?,
-            }),
+            Batch::Pairwise(b) => Batch::Pairwise(PairwiseBatch::new(
+                b.positive.select(&index)?,
+                b.negative.select(&index)?,
+            )),
             Batch::Pointwise(b) => Batch::Pointwise(PointwiseBatch {
                 input: b.input.select(&index)?,
                 relevance: b.relevance.f_index_select(0, &index)?,
@@ -156,6 +249,49 @@ pub fn grade_relevance(grades: &[u8], top: u8) -> Result<Tensor> {
 mod tests {
     use super::*;
     use tch::Device;
+
+    fn features(input: &ScoreInput) -> Vec<f32> {
+        let ScoreInput::Features(f) = input else {
+            panic!("features expected")
+        };
+        Vec::<f32>::try_from(f.flatten(0, -1)).unwrap()
+    }
+
+    #[test]
+    fn staging_joins_pairs_and_micro_batches_join_their_own() {
+        let rows = |v: &[f32]| ScoreInput::Features(Tensor::from_slice(v).view([-1, 1]));
+        let batch = Batch::Pairwise(PairwiseBatch::new(rows(&[1., 2., 3.]), rows(&[4., 5., 6.])))
+            .staged(Staging::Host)
+            .unwrap();
+        let Batch::Pairwise(pairs) = &batch else {
+            panic!("kind changed")
+        };
+        assert_eq!(
+            features(pairs.joined.as_ref().unwrap()),
+            [1., 2., 3., 4., 5., 6.]
+        );
+        let Batch::Pairwise(sub) = batch.select(&[2, 0]).unwrap() else {
+            panic!("kind changed")
+        };
+        assert!(sub.joined.is_none(), "a micro-batch is not the staged rows");
+        assert_eq!(features(&sub.joined().unwrap()), [3., 1., 6., 4.]);
+    }
+
+    #[test]
+    fn staging_for_the_cpu_keeps_other_batches_as_they_are() {
+        let relevance = Tensor::from_slice(&[1f32, 0.]);
+        let input = ScoreInput::Features(Tensor::from_slice(&[7f32, 8.]).view([2, 1]));
+        let batch = Batch::Pointwise(PointwiseBatch { input, relevance });
+        let Batch::Pointwise(staged) = batch.staged(Staging::Host).unwrap() else {
+            panic!("kind changed")
+        };
+        assert_eq!(features(&staged.input), [7., 8.]);
+        assert_eq!(Staging::for_device(Device::Cpu), Staging::Host);
+        assert_eq!(
+            Staging::for_device(Device::Cuda(1)),
+            Staging::Pinned(Device::Cuda(1))
+        );
+    }
 
     #[test]
     fn selecting_batchwise_groups_takes_their_documents() {

@@ -104,10 +104,10 @@ impl Sampler for PairwiseSampler {
             pos.push(i64::from(p));
             neg.push(i64::from(n));
         }
-        Ok(Batch::Pairwise(PairwiseBatch {
-            positive: ScoreInput::Features(self.features.f_index_select(0, &index_tensor(&pos)?)?),
-            negative: ScoreInput::Features(self.features.f_index_select(0, &index_tensor(&neg)?)?),
-        }))
+        Ok(Batch::Pairwise(PairwiseBatch::new(
+            ScoreInput::Features(self.features.f_index_select(0, &index_tensor(&pos)?)?),
+            ScoreInput::Features(self.features.f_index_select(0, &index_tensor(&neg)?)?),
+        )))
     }
 
     fn position(&self) -> serde_json::Value {

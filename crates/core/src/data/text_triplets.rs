@@ -242,7 +242,7 @@ impl Sampler for TextTripletSampler {
         let (positive, cut_p) = self.encoding.encode(&queries, &strs(&positives))?;
         let (negative, cut_n) = self.encoding.encode(&queries, &strs(&negatives))?;
         self.truncation = self.truncation.plus(cut_p).plus(cut_n);
-        Ok(Batch::Pairwise(PairwiseBatch { positive, negative }))
+        Ok(Batch::Pairwise(PairwiseBatch::new(positive, negative)))
     }
 
     fn position(&self) -> serde_json::Value {

@@ -57,16 +57,15 @@ impl TokenTriplets {
     pub fn batch(&self, rows: &[usize]) -> Result<PairwiseBatch> {
         let it = || rows.iter().copied();
         let query = self.query.batch(it())?;
-        Ok(PairwiseBatch {
-            positive: ScoreInput::Text {
-                query: query.shallow_clone(),
-                document: self.positive.batch(it())?,
-            },
-            negative: ScoreInput::Text {
-                query,
-                document: self.negative.batch(it())?,
-            },
-        })
+        let positive = ScoreInput::Text {
+            query: query.shallow_clone(),
+            document: self.positive.batch(it())?,
+        };
+        let negative = ScoreInput::Text {
+            query,
+            document: self.negative.batch(it())?,
+        };
+        Ok(PairwiseBatch::new(positive, negative))
     }
 }
 

@@ -23,7 +23,7 @@ use crate::config::{
 use crate::data::{
     js_dataset, load_triplets, read_letor, read_text_pairs, read_text_triplets, synthetic_ltr,
     BatchSource, BatchwiseSampler, IdTriplets, JsData, JsSampler, LtrDataset, PairwiseSampler,
-    PointwiseSampler, RecordKind, Reranking, Sampler, ScoreInput, Shard, SlateSampler,
+    PointwiseSampler, RecordKind, Reranking, Sampler, ScoreInput, Shard, SlateSampler, Staging,
     TextEncoding, TextPairSampler, TextTripletSampler, TokenTripletSampler,
 };
 use crate::losses::batchwise::{
@@ -299,6 +299,7 @@ fn loss_trainer(
             sampler,
             config.batch_size as usize,
             config.num_workers as usize,
+            Staging::for_device(device),
         ),
         losses,
     }))

@@ -93,7 +93,7 @@ pub(crate) fn score(model: &dyn Model, batch: &Batch) -> Result<Scores> {
         // pairwise records): half the calls, and larger matrix products.
         Batch::Pairwise(b) => {
             let rows = b.positive.len();
-            let both = model.forward(&b.positive.concat(&b.negative)?)?;
+            let both = model.forward(&b.joined()?)?;
             Scores::Pairs {
                 positive: both.f_narrow(0, 0, rows)?,
                 negative: both.f_narrow(0, rows, rows)?,

@@ -9,12 +9,17 @@ use super::{AutocastGuard, LossScaler, MatmulPrecision, Precision};
 use crate::config::FabricConfiguration;
 use crate::{Error, Result};
 
-/// A CPU batch tensor on `device` (CUDA) without waiting: staged in pinned host memory (libtorch's
-/// caching host allocator keeps it until the copy is done), then copied on the current stream
-/// while the CPU goes on preparing the next batch; kernels queued after it on that stream see
-/// the data. (`_pin_memory` rather than `pin_memory(device)`, which warns on every call in 2.11.)
+/// A CPU batch tensor on `device` (CUDA) without waiting: from pinned host memory (where the
+/// data producer leaves batches, see `Staging::Pinned`; other tensors are staged there first),
+/// copied on the current stream while the CPU goes on; kernels queued after it on that stream
+/// see the data, and libtorch's caching host allocator keeps the pinned block until the copy is
+/// done. (`_pin_memory` rather than `pin_memory(device)`, which warns on every call in 2.11.)
 fn to_cuda_async(tensor: &Tensor, device: Device) -> Result<Tensor> {
-    let pinned = tensor.f_internal_pin_memory(device)?;
+    let pinned = if tensor.f_is_pinned(device)? {
+        tensor.shallow_clone()
+    } else {
+        tensor.f_internal_pin_memory(device)?
+    };
     Ok(pinned.f_to_device_(device, pinned.kind(), true, false)?)
 }
 

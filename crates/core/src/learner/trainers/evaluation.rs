@@ -183,7 +183,7 @@ impl EvaluationPairs {
                 let (positive, cut_p) = encoding.encode(&queries, &strs(&positives))?;
                 let (negative, cut_n) = encoding.encode(&queries, &strs(&negatives))?;
                 truncation.set(truncation.get().plus(cut_p).plus(cut_n));
-                Ok(PairwiseBatch { positive, negative })
+                Ok(PairwiseBatch::new(positive, negative))
             }
         }
     }
@@ -204,8 +204,5 @@ fn gather(features: &Tensor, pairs: &[PreferencePair]) -> Result<PairwiseBatch> 
             features.f_index_select(0, &Tensor::f_from_slice(&idx)?)?,
         ))
     };
-    Ok(PairwiseBatch {
-        positive: index(|p| p.0)?,
-        negative: index(|p| p.1)?,
-    })
+    Ok(PairwiseBatch::new(index(|p| p.0)?, index(|p| p.1)?))
 }

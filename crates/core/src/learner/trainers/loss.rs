@@ -156,7 +156,7 @@ mod tests {
     use super::super::{EvaluationBatching, EvaluationPairs};
     use super::*;
     use crate::config::MlpScorerConfig;
-    use crate::data::{LtrDataset, RecordKind, ScoreInput};
+    use crate::data::{LtrDataset, PairwiseBatch, RecordKind, ScoreInput, Staging};
     use crate::losses::{AnyLoss, HingeLoss};
     use crate::models::MlpScorer;
     use crate::rng::Rng;
@@ -300,6 +300,41 @@ mod tests {
         }
     }
 
+    /// Staged pairwise batches come with their rows joined by the data producer; scoring uses
+    /// those rows (here deliberately the negatives first) rather than joining them again.
+    #[test]
+    fn a_staged_pairwise_batch_is_scored_from_its_joined_rows() {
+        let model = MlpScorer::new(
+            &MlpScorerConfig {
+                input_dim: 1,
+                hidden_dims: vec![3],
+            },
+            &mut Rng::new(5),
+        )
+        .unwrap();
+        let rows = |v: &[f32]| ScoreInput::Features(Tensor::from_slice(v).view([-1, 1]));
+        let staged = Batch::Pairwise(PairwiseBatch::new(rows(&[1.0, 2.0]), rows(&[3.0, 4.0])))
+            .staged(Staging::Host)
+            .unwrap();
+        let Batch::Pairwise(mut pairs) = staged else {
+            panic!("pairs expected")
+        };
+        let joined = pairs.joined.as_ref().expect("staging joins the halves");
+        let ScoreInput::Features(f) = joined else {
+            panic!("features expected")
+        };
+        assert_eq!(
+            Vec::<f32>::try_from(f.flatten(0, -1)).unwrap(),
+            [1.0, 2.0, 3.0, 4.0]
+        );
+        pairs.joined = Some(rows(&[3.0, 4.0, 1.0, 2.0]));
+        let Scores::Pairs { positive, .. } = score(&model, &Batch::Pairwise(pairs)).unwrap() else {
+            panic!("pairs expected")
+        };
+        let negatives = model.forward(&rows(&[3.0, 4.0])).unwrap();
+        assert!(positive.allclose(&negatives, 0.0, 0.0, false));
+    }
+
     mod micro_batching {
         use std::collections::BTreeMap;
 
@@ -404,7 +439,7 @@ mod tests {
             )
             .unwrap();
             let mut trainer = LossTrainer {
-                batches: BatchSource::new(sampler, BATCH, 0),
+                batches: BatchSource::new(sampler, BATCH, 0, Staging::Host),
                 losses,
                 batcher: Batcher::new(config, BATCH, Box::new(device(capacity)), "t.batcher")
                     .unwrap(),

@@ -237,10 +237,10 @@ pub(crate) fn probe_batch(template: &Batch, provider: &RecordDims, dims: &Dims) 
     };
     let l = l as i64;
     Ok(match batch {
-        Batch::Pairwise(b) => Batch::Pairwise(crate::data::PairwiseBatch {
-            positive: with_length(&b.positive, l)?,
-            negative: with_length(&b.negative, l)?,
-        }),
+        Batch::Pairwise(b) => Batch::Pairwise(crate::data::PairwiseBatch::new(
+            with_length(&b.positive, l)?,
+            with_length(&b.negative, l)?,
+        )),
         Batch::Pointwise(b) => Batch::Pointwise(crate::data::PointwiseBatch {
             input: with_length(&b.input, l)?,
             relevance: b.relevance,

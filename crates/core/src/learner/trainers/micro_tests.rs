@@ -26,10 +26,10 @@ fn built_in() -> RecordDims {
 
 #[test]
 fn a_token_pair_is_as_long_as_its_longer_side_and_a_group_as_its_longest_record() {
-    let pairs = Batch::Pairwise(PairwiseBatch {
-        positive: text(&[2, 3, 1], &[5, 1, 1]),
-        negative: text(&[2, 3, 1], &[1, 9, 2]),
-    });
+    let pairs = Batch::Pairwise(PairwiseBatch::new(
+        text(&[2, 3, 1], &[5, 1, 1]),
+        text(&[2, 3, 1], &[1, 9, 2]),
+    ));
     let dims = built_in().batch_dims(&pairs).unwrap();
     // Records: max(2+5, 2+1) = 7, max(3+1, 3+9) = 12, max(1+1, 1+2) = 3.
     assert_eq!(dims.group(&[0, 2])["l"], 7);
