@@ -13,7 +13,7 @@ use xpm_torch_core::batching::memory::{is_out_of_memory, CudaMemory, MemoryProbe
 use xpm_torch_core::config::parse_learner;
 use xpm_torch_core::config::FabricConfiguration;
 use xpm_torch_core::data::{
-    Batch, BatchSource, LtrDataset, PairwiseSampler, ScoreInput, Shard, Staging,
+    Batch, BatchSource, LtrDataset, PairwiseSampler, PointwiseBatch, ScoreInput, Shard, Staging,
 };
 use xpm_torch_core::distributed::{Backend, DistEnv, DistOptions, ProcessGroup, ReduceOp};
 use xpm_torch_core::learner::{learn, LearnOutput, NoObserver};
@@ -287,8 +287,8 @@ fn batches_reach_the_gpu_unchanged_through_pinned_memory() {
     assert!(back.equal(&expected));
 }
 
-/// The data producer thread leaves the batches of a CUDA run in pinned memory, their pairwise
-/// halves already joined, so that the training thread copies them to the GPU asynchronously
+/// The data producer thread leaves the batches of a CUDA run in pinned memory (for pairwise
+/// batches, the positive and negative rows joined as one forward takes them), so that the training thread copies them to the GPU asynchronously
 /// without staging them first; what arrives is the batch.
 #[test]
 #[ignore = "needs a CUDA GPU: scripts/gpu/suite.sh runs it"]
@@ -319,11 +319,19 @@ fn the_producer_thread_leaves_batches_pinned_and_joined() {
             joined.is_pinned(device),
             "the joined rows are in pinned memory"
         );
-        let ScoreInput::Features(positive) = &p.positive else {
-            panic!("features expected")
-        };
-        assert!(positive.is_pinned(device));
         let on_gpu = joined.to_device_(device, joined.kind(), true, false);
         assert!(on_gpu.to_device(Device::Cpu).equal(expected));
     }
+    // Other batches: every tensor.
+    let records = Batch::Pointwise(PointwiseBatch {
+        input: ScoreInput::Features(Tensor::ones([4, 2], (Kind::Float, Device::Cpu))),
+        relevance: Tensor::zeros([4], (Kind::Float, Device::Cpu)),
+    });
+    let Batch::Pointwise(staged) = records.staged(Staging::Pinned(device)).unwrap() else {
+        panic!("a pointwise batch expected")
+    };
+    let ScoreInput::Features(input) = &staged.input else {
+        panic!("features expected")
+    };
+    assert!(input.is_pinned(device) && staged.relevance.is_pinned(device));
 }

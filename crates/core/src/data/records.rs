@@ -160,16 +160,21 @@ impl Batch {
     /// # Errors
     /// A libtorch error (e.g. no page-locked memory left).
     pub fn staged(self, staging: Staging) -> Result<Batch> {
-        let batch = match self {
-            Batch::Pairwise(b) if b.joined.is_none() => {
-                let joined = Some(b.joined()?);
-                Batch::Pairwise(PairwiseBatch { joined, ..b })
+        let pin = |t: &Tensor| -> Result<Tensor> {
+            match staging {
+                Staging::Host => Ok(t.shallow_clone()),
+                Staging::Pinned(device) => Ok(t.f_internal_pin_memory(device)?),
             }
-            other => other,
         };
-        match staging {
-            Staging::Host => Ok(batch),
-            Staging::Pinned(device) => batch.map(|t| Ok(t.f_internal_pin_memory(device)?)),
+        match self {
+            // The halves are read again only when a batcher cuts micro-batches, which copies
+            // them: the joined rows alone go to the device as they are.
+            Batch::Pairwise(b) => {
+                let joined = Some(b.joined()?.map(pin)?);
+                Ok(Batch::Pairwise(PairwiseBatch { joined, ..b }))
+            }
+            other if staging == Staging::Host => Ok(other),
+            other => other.map(pin),
         }
     }
 
