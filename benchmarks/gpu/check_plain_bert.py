@@ -87,6 +87,10 @@ def main():
     grads = dict(reference.named_parameters())
     worst = max(((largest_gap(p.grad, grads[n].grad), n) for n, p in plain.named_parameters()), key=lambda x: x[0])
     check(f"gradients of {sum(1 for _ in plain.parameters())} parameters (worst: {worst[1]})", worst[0], failures)
+    # A batch without padding goes without a mask (as transformers then does): the same scores.
+    full = (inputs[0][:1], inputs[1][:1], torch.ones_like(inputs[2][:1]))
+    with torch.no_grad():
+        check("scores without a mask", largest_gap(plain(full[0], full[1], None), plain(*full)), failures)
     if failures:
         print(f"FAILED: {', '.join(failures)}")
         sys.exit(1)

@@ -177,6 +177,9 @@ class Bert(nn.Module):
 
     def forward(self, input_ids, token_type_ids, attention_mask):
         x = self.embeddings(input_ids, token_type_ids)
+        if attention_mask is None:
+            # No padding: no mask, so that SDPA may take its flash kernel (as transformers does).
+            return self.pooler(self.encoder(x, None))
         # Padding as an additive bias over the keys, in the activations' dtype (as transformers).
         dtype = torch.get_autocast_dtype(x.device.type) if torch.is_autocast_enabled(x.device.type) else x.dtype
         bias = (1.0 - attention_mask[:, None, None, :].to(dtype)) * torch.finfo(dtype).min

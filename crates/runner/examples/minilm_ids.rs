@@ -25,7 +25,7 @@ fn main() {
     let max_length: i64 = max_length.parse().expect("MAX_LENGTH is a number");
     let pairs: usize = pairs.parse().expect("PAIRS is a number");
     assert!(
-        pairs % 2 == 0,
+        pairs.is_multiple_of(2),
         "PAIRS is even: half positives, half negatives"
     );
     let tokenizer = TextTokenizer::from_dir(Path::new(model), max_length as usize)
