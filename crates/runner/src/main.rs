@@ -42,7 +42,7 @@ impl Observer for Printer {
             .map(|(tag, value)| format!("{tag} {value:.4}"))
             .collect();
         eprintln!(
-            "epoch {} step {} loss {:.6} {:.0} steps/s {}",
+            "epoch {} step {} loss {:.6} {:.2} steps/s {}",
             report.epoch,
             report.step,
             report.loss,
