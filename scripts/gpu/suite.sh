@@ -91,6 +91,9 @@ build_bench() {
   (cd "$here" && node dist/cli.js wire scripts/gpu/minilm-learner.mjs --out "$bench/learner.json")
 }
 
+# Prints a line and appends it to the file `log` names, when the caller set one.
+note() { echo "$*"; if [[ -n "${log:-}" ]]; then echo "$*" >>"$log"; fi; }
+
 # One line "<torch version> <torch/lib> <CUDA devices>" from PYTHON's torch.
 probe() {
   "$1" -c 'import os, torch
@@ -125,7 +128,6 @@ run() {
   local out="${OUT:-}"
   local log="${out:+$out/gpu-suite.log}"
   local status=0
-  note() { echo "$*"; if [[ -n "$log" ]]; then echo "$*" >>"$log"; fi; }
 
   note "== GPU tests"
   "$dest/gpu-tests" --ignored --test-threads=1 2>&1 | tee ${log:+-a "$log"} || status=1
@@ -180,7 +182,7 @@ run() {
 # (fresh weights), the triplets and the job directories (the Learner's paths are ../model and
 # ../triplets.tsv). xpm-torch's warm-up is its first epoch (WARMUP steps), the loop's its first
 # WARMUP steps; TIMED is a multiple of WARMUP. Prints the table; $OUT/gpu-bench.json when OUT
-# is set. Returns 1 when a run failed. Uses `note` and `log` of the caller.
+# is set. Returns 1 when a run failed.
 bench() {
   local python="$1" device="$2" precision="$3" warmup="$4" timed="$5" repeats="$6"
   local source="$dest/minilm" work failed=0 results=() repeat
@@ -199,7 +201,8 @@ warmup, timed = int(sys.argv[4]), int(sys.argv[5])
 c["fabric_config"]["accelerator"], c["fabric_config"]["precision"] = sys.argv[2], sys.argv[3]
 c["steps_per_epoch"] = warmup
 c["max_epochs"] = c["checkpoint_interval"] = 1 + timed // warmup
-json.dump(c, open(sys.argv[6], "w"))' "$source/learner.json" "$device" "$precision" "$warmup" "$timed" "$work/learner.json"
+json.dump(c, open(sys.argv[6], "w"))' "$source/learner.json" "$device" "$precision" "$warmup" "$timed" "$work/learner.json" ||
+    { note "writing the benchmark's Learner failed"; return 1; }
   for repeat in $(seq 1 "$repeats"); do
     if ! "$dest/xpm-torch-run" "$work/learner.json" --job-dir "$work/job-$repeat" >"$work/xpm-$repeat.json" 2>"$work/xpm-$repeat.log"; then
       note "xpm-torch-run failed (repeat $repeat): $(tail -n 5 "$work/xpm-$repeat.log")"
@@ -227,7 +230,6 @@ json.dump(c, open(sys.argv[6], "w"))' "$source/learner.json" "$device" "$precisi
 bench_cpu() {
   local python="${PYTHON:-python3}" precision="${1:-32-true}"
   local log="${OUT:+$OUT/gpu-suite.log}"
-  note() { echo "$*"; if [[ -n "$log" ]]; then echo "$*" >>"$log"; fi; }
   [[ -x "$dest/xpm-torch-run" ]] || { echo "no $dest/xpm-torch-run: run scripts/gpu/suite.sh build first" >&2; exit "$CANNOT_START"; }
   note "== benchmark on the CPU (plumbing only): MiniLM cross-encoder, $precision"
   bench "$python" cpu "$precision" 1 2 1
