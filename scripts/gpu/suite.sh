@@ -7,6 +7,8 @@
 #                                # into target/gpu/ (carry that folder with the repository)
 #   scripts/gpu/suite.sh run     # on the GPU machine: runs what target/gpu/ holds
 #   scripts/gpu/suite.sh all     # both, here
+#   scripts/gpu/suite.sh bench-cpu [PRECISION]  # the MiniLM benchmark's plumbing on the CPU:
+#                                # 2 timed steps, 32-true unless PRECISION is bf16-mixed
 #
 # What runs: the GPU tests (crates/core/tests/gpu.rs: 32-true vs CPU losses, bf16/16-mixed
 # accuracy, the loss scaler with an injected inf, a real out-of-memory replayed in
@@ -14,7 +16,9 @@
 # NCCL between two ranks, crates/core/tests/distributed.rs); the runner on the demo job with
 # accelerator cuda; kill-and-resume bit-identity with dropout on CUDA (examples/dropout_repro);
 # then the predictive batcher's predicted against measured GPU peaks (examples/batching_sim)
-# and the precision benchmark lines (examples/precision_demo), which report, not judge.
+# and the precision benchmark lines (examples/precision_demo), which report, not judge; last,
+# the MiniLM cross-encoder benchmark in bf16-mixed: xpm-torch-run against a plain PyTorch loop
+# (benchmarks/gpu/), steps/s and peak GPU memory, reported, not judged (benchmarks/README.md).
 #
 # The binaries run against the torch of PYTHON (default python3): LD_LIBRARY_PATH to its
 # torch/lib, XPM_TORCH_CUDA_LIBRARY to the carried CUDA library. Results also go to $OUT when
@@ -62,8 +66,33 @@ build() {
   strip -o "$dest/xpm-torch-run" "$release/xpm-torch-run"
   cp "$library" "$dest/"
   cp "$here/crates/runner/tests/fixtures/demo.json" "$dest/demo.json"
+  build_bench "$release/examples/minilm_ids"
   du -ch "$dest"/* | tail -1 | sed 's/total/in target\/gpu (carried)/'
 }
+
+# The MiniLM benchmark's inputs, without the weights (90 MB would not travel; the run writes
+# fresh ones): the model's config.json and tokenizer.json, the triplets of benchmarks/minilm.py
+# (documents long enough that every pair fills 128 tokens), their ids as xpm-torch tokenises
+# them (for the PyTorch loop, which has no tokenizer there) and the Learner as `wire` writes it.
+BENCH_PAIRS=16
+BENCH_LENGTH=128
+BENCH_TRIPLETS=480 # 60 steps of 8 triplets: the warm-up and the timed steps, once each
+
+build_bench() {
+  local tokenize="$1" bench="$dest/minilm" model
+  (cd "$here" && cargo build --release --target "$triple" -p xpm-torch-runner --example minilm_ids)
+  model="$(cd "$here" && node scripts/minilm.mjs | tail -n 1)"
+  rm -rf "$bench"
+  mkdir -p "$bench/model"
+  cp "$model/config.json" "$model/tokenizer.json" "$bench/model/"
+  python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import minilm; minilm.write_triplets(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))' \
+    "$here/benchmarks" "$bench/triplets.tsv" "$BENCH_TRIPLETS" "$BENCH_LENGTH"
+  "$tokenize" "$bench/model" "$bench/triplets.tsv" "$BENCH_LENGTH" "$BENCH_PAIRS" "$bench/ids.safetensors"
+  (cd "$here" && node dist/cli.js wire scripts/gpu/minilm-learner.mjs --out "$bench/learner.json")
+}
+
+# Prints a line and appends it to the file `log` names, when the caller set one.
+note() { echo "$*"; if [[ -n "${log:-}" ]]; then echo "$*" >>"$log"; fi; }
 
 # One line "<torch version> <torch/lib> <CUDA devices>" from PYTHON's torch.
 probe() {
@@ -99,7 +128,6 @@ run() {
   local out="${OUT:-}"
   local log="${out:+$out/gpu-suite.log}"
   local status=0
-  note() { echo "$*"; if [[ -n "$log" ]]; then echo "$*" >>"$log"; fi; }
 
   note "== GPU tests"
   "$dest/gpu-tests" --ignored --test-threads=1 2>&1 | tee ${log:+-a "$log"} || status=1
@@ -142,16 +170,78 @@ run() {
     note "$line"
   done
 
+  note "== benchmark: MiniLM cross-encoder, bf16-mixed (xpm-torch-run against a plain PyTorch loop)"
+  bench "$python" cuda bf16-mixed 10 50 2 || status=1
+
   if [[ "$status" -eq 0 ]]; then note "GPU suite: passed"; else note "GPU suite: FAILED"; fi
   exit "$status"
+}
+
+# bench PYTHON DEVICE PRECISION WARMUP TIMED REPEATS: the MiniLM job by xpm-torch-run and by
+# benchmarks/gpu/minilm_bench.py in turn, REPEATS times, in a fresh directory holding the model
+# (fresh weights), the triplets and the job directories (the Learner's paths are ../model and
+# ../triplets.tsv). xpm-torch's warm-up is its first epoch (WARMUP steps), the loop's its first
+# WARMUP steps; TIMED is a multiple of WARMUP. Prints the table; $OUT/gpu-bench.json when OUT
+# is set. Returns 1 when a run failed.
+bench() {
+  local python="$1" device="$2" precision="$3" warmup="$4" timed="$5" repeats="$6"
+  local source="$dest/minilm" work failed=0 results=() repeat
+  if [[ ! -f "$source/learner.json" ]]; then
+    note "NOT RUN: no $source/learner.json (scripts/gpu/suite.sh build prepares it)"
+    return 1
+  fi
+  work="$(mktemp -d)"
+  mkdir "$work/model"
+  cp "$source/model/config.json" "$source/model/tokenizer.json" "$work/model/"
+  cp "$source/triplets.tsv" "$work/"
+  "$python" "$here/benchmarks/gpu/minilm_bench.py" weights "$work/model" || { note "writing the weights failed"; return 1; }
+  "$python" -c 'import json, sys
+c = json.load(open(sys.argv[1]))
+warmup, timed = int(sys.argv[4]), int(sys.argv[5])
+c["fabric_config"]["accelerator"], c["fabric_config"]["precision"] = sys.argv[2], sys.argv[3]
+c["steps_per_epoch"] = warmup
+c["max_epochs"] = c["checkpoint_interval"] = 1 + timed // warmup
+json.dump(c, open(sys.argv[6], "w"))' "$source/learner.json" "$device" "$precision" "$warmup" "$timed" "$work/learner.json" ||
+    { note "writing the benchmark's Learner failed"; return 1; }
+  for repeat in $(seq 1 "$repeats"); do
+    if ! "$dest/xpm-torch-run" "$work/learner.json" --job-dir "$work/job-$repeat" >"$work/xpm-$repeat.json" 2>"$work/xpm-$repeat.log"; then
+      note "xpm-torch-run failed (repeat $repeat): $(tail -n 5 "$work/xpm-$repeat.log")"
+      failed=1
+    fi
+    if ! "$python" "$here/benchmarks/gpu/minilm_bench.py" loop "$work/model" "$source/ids.safetensors" --device "$device" \
+      --precision "$precision" --warmup "$warmup" --steps "$timed" --pairs "$BENCH_PAIRS" >"$work/torch-$repeat.json" 2>"$work/torch-$repeat.log"; then
+      note "the PyTorch loop failed (repeat $repeat): $(tail -n 5 "$work/torch-$repeat.log")"
+      failed=1
+    fi
+    results+=("xpm-torch #$repeat=$work/xpm-$repeat.json" "PyTorch loop #$repeat=$work/torch-$repeat.json")
+  done
+  local table
+  table="$("$python" "$here/benchmarks/gpu/minilm_bench.py" table "$work/gpu-bench.json" "${results[@]}")" || failed=1
+  note "$device, $precision, $BENCH_PAIRS pairs x $BENCH_LENGTH tokens a step, $warmup warm-up + $timed timed steps"
+  note "$table"
+  if [[ -n "${OUT:-}" ]]; then cp "$work/gpu-bench.json" "$OUT/gpu-bench.json" 2>/dev/null || true; fi
+  if [[ "$failed" -eq 0 ]]; then rm -rf "$work"; else note "the runs' outputs and logs are kept in $work"; fi
+  return "$failed"
+}
+
+# The benchmark's whole path on the CPU, in 32-true (or $1), 1 warm-up and 2 timed steps: proves the
+# plumbing (weights, wired Learner, pre-tokenized ids, table) without a GPU. Needs a built
+# target/gpu and a PYTHON with torch.
+bench_cpu() {
+  local python="${PYTHON:-python3}" precision="${1:-32-true}"
+  local log="${OUT:+$OUT/gpu-suite.log}"
+  [[ -x "$dest/xpm-torch-run" ]] || { echo "no $dest/xpm-torch-run: run scripts/gpu/suite.sh build first" >&2; exit "$CANNOT_START"; }
+  note "== benchmark on the CPU (plumbing only): MiniLM cross-encoder, $precision"
+  bench "$python" cpu "$precision" 1 2 1
 }
 
 case "${1:-all}" in
   build) build ;;
   run) run ;;
+  bench-cpu) bench_cpu "${2:-}" ;;
   all)
     build
     run
     ;;
-  *) echo "usage: $0 build|run|all" >&2; exit 2 ;;
+  *) echo "usage: $0 build|run|all|bench-cpu" >&2; exit 2 ;;
 esac

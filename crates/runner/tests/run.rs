@@ -46,6 +46,15 @@ fn runs_a_wired_learner_in_its_job_directory() {
         dir.join(model).is_file() || Path::new(model).is_file(),
         "{model}"
     );
+    // One report time per epoch, in order (a benchmark times the epochs after the first).
+    let times: Vec<f64> = output["epoch_report_seconds"]
+        .as_array()
+        .expect("epoch_report_seconds")
+        .iter()
+        .map(|t| t.as_f64().expect("seconds"))
+        .collect();
+    assert_eq!(times.len(), 2, "{output}");
+    assert!(0.0 < times[0] && times[0] < times[1], "{times:?}");
     let runs: Vec<_> = std::fs::read_dir(dir.join("runs"))
         .expect("runs/")
         .collect();
@@ -90,6 +99,38 @@ fn a_bad_command_line_exits_2_and_a_bad_file_1() {
     let bad = run(&[wrong.to_str().unwrap()]);
     assert_eq!(bad.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&bad.stderr).starts_with("ERR_CONFIG: learner"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A CPU run, on any machine, reports no CUDA peaks: `cuda_memory` is null.
+#[test]
+fn a_cpu_run_reports_no_cuda_memory() {
+    let mut config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture()).unwrap()).unwrap();
+    config["fabric_config"]["accelerator"] = "cpu".into();
+    config["max_epochs"] = 1.into();
+    config["steps_per_epoch"] = 2.into();
+    let dir = job_dir("cpu");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("cpu.json");
+    std::fs::write(&file, config.to_string()).unwrap();
+    let out = run(&[file.to_str().unwrap(), "--job-dir", dir.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let output: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON output");
+    // Present and null (indexing a missing key would give null too).
+    assert_eq!(
+        output.get("cuda_memory"),
+        Some(&serde_json::Value::Null),
+        "{output}"
+    );
+    assert_eq!(
+        output["epoch_report_seconds"].as_array().map(Vec::len),
+        Some(1)
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
