@@ -208,7 +208,7 @@ const commands = {
     step("lint");
     run("cargo", ["fmt", "--all", "--check"], env);
     const target = ["--release", "--target", hostTriple()];
-    run("cargo", ["clippy", ...target, "-p", "xpm-torch-core", "--all-targets", "--", "-D", "warnings"], env);
+    run("cargo", ["clippy", ...target, "-p", "xpm-torch-core", "-p", "xpm-torch-runner", "--all-targets", "--", "-D", "warnings"], env);
     // The addon's exports exist only as N-API registrations, which a test build leaves unused.
     run("cargo", ["clippy", ...target, "-p", "xpm-torch-node", "--lib", "--", "-D", "warnings"], env);
     run(bin("tsc"), ["-p", "tsconfig.test.json"]);

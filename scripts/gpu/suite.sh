@@ -15,7 +15,8 @@
 # micro-batches, the memory probe, NCCL with world size 1, pinned-memory copies; with two GPUs,
 # NCCL between two ranks, crates/core/tests/distributed.rs); the runner on the demo job with
 # accelerator cuda; kill-and-resume bit-identity with dropout on CUDA (examples/dropout_repro);
-# then the predictive batcher's predicted against measured GPU peaks (examples/batching_sim)
+# then the predictive batcher's predicted against measured GPU peaks of the MiniLM
+# cross-encoder (examples/batching_sim, fresh weights, 32-true and bf16-mixed)
 # and the precision benchmark lines (examples/precision_demo), which report, not judge; last,
 # the MiniLM cross-encoder benchmark in bf16-mixed: xpm-torch-run against a plain PyTorch loop
 # (benchmarks/gpu/), steps/s and peak GPU memory, reported, not judged (benchmarks/README.md).
@@ -159,9 +160,18 @@ run() {
     note "$line"
   done
 
-  note "== predictive batcher: predicted against measured peaks on the GPU"
-  line="$("$dest/batching_sim" cuda)" || status=1
-  note "$line"
+  note "== predictive batcher: predicted against measured peaks on the GPU (MiniLM cross-encoder)"
+  local model
+  model="$(mktemp -d)"
+  if fresh_model "$python" "$model"; then
+    for precision in 32-true bf16-mixed; do
+      line="$("$dest/batching_sim" cuda --hf "$model" --precision "$precision" 2>&1)" || status=1
+      note "$line"
+    done
+  else
+    status=1
+  fi
+  rm -rf "$model"
 
   note "== precision benchmark (MLP demo, 8 epochs)"
   for spec in "32-true cuda" "bf16-mixed cuda" "16-mixed cuda" "32-true cpu"; do
@@ -175,6 +185,19 @@ run() {
 
   if [[ "$status" -eq 0 ]]; then note "GPU suite: passed"; else note "GPU suite: FAILED"; fi
   exit "$status"
+}
+
+# fresh_model PYTHON DIR: the benchmark's model (all-MiniLM-L6-v2's configuration and tokenizer,
+# freshly initialised weights) in DIR.
+fresh_model() {
+  local python="$1" dir="$2" source="$dest/minilm/model"
+  if [[ ! -f "$source/config.json" ]]; then
+    note "NOT RUN: no $source/config.json (scripts/gpu/suite.sh build prepares it)"
+    return 1
+  fi
+  mkdir -p "$dir"
+  cp "$source/config.json" "$source/tokenizer.json" "$dir/"
+  "$python" "$here/benchmarks/gpu/minilm_bench.py" weights "$dir" || { note "writing the weights failed"; return 1; }
 }
 
 # bench PYTHON DEVICE PRECISION WARMUP TIMED REPEATS: the MiniLM job by xpm-torch-run and by
@@ -191,10 +214,8 @@ bench() {
     return 1
   fi
   work="$(mktemp -d)"
-  mkdir "$work/model"
-  cp "$source/model/config.json" "$source/model/tokenizer.json" "$work/model/"
+  fresh_model "$python" "$work/model" || return 1
   cp "$source/triplets.tsv" "$work/"
-  "$python" "$here/benchmarks/gpu/minilm_bench.py" weights "$work/model" || { note "writing the weights failed"; return 1; }
   "$python" -c 'import json, sys
 c = json.load(open(sys.argv[1]))
 warmup, timed = int(sys.argv[4]), int(sys.argv[5])
