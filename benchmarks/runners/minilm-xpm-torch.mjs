@@ -7,42 +7,25 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 
-import {
-  AdamW,
-  CrossEncoder,
-  HFEncoder,
-  Learner,
-  LossTrainer,
-  PairwiseCrossEntropyLoss,
-  ParameterOptimizer,
-  Random,
-  TextTripletFile,
-  TextTripletSampler,
-  learn,
-} from "../../dist/index.js";
+import { learn } from "../../dist/index.js";
+import { minilmLearner } from "./minilm-job.mjs";
 
 const { values: args } = parseArgs({
   options: Object.fromEntries(["model", "triplets", "pairs", "steps", "max-length", "lr", "seed"].map((k) => [k, { type: "string" }])),
 });
 const steps = Number(args.steps);
 
-const learner = Learner.C({
-  random: Random.C({ seed: Number(args.seed) }),
-  model: CrossEncoder.C({
-    encoder: HFEncoder.C({ id: "all-MiniLM-L6-v2", path: args.model }),
-    max_length: Number(args["max-length"]),
-  }),
-  trainer: LossTrainer.C({
-    sampler: TextTripletSampler.C({ triplets: TextTripletFile.C({ id: "bench/minilm", path: args.triplets }) }),
-    // A triplet gives two pairs.
-    batch_size: Number(args.pairs) / 2,
-    hooks: [PairwiseCrossEntropyLoss.C({})],
-  }),
-  max_epochs: 1,
-  steps_per_epoch: steps,
-  checkpoint_interval: 1,
-  optimizers: [ParameterOptimizer.C({ optimizer: AdamW.C({ lr: Number(args.lr) }) })],
-  listeners: [],
+const learner = minilmLearner({
+  model: args.model,
+  modelId: "all-MiniLM-L6-v2",
+  triplets: args.triplets,
+  pairs: Number(args.pairs),
+  maxLength: Number(args["max-length"]),
+  lr: Number(args.lr),
+  seed: Number(args.seed),
+  epochs: 1,
+  stepsPerEpoch: steps,
+  checkpointInterval: 1,
 });
 
 // A fresh workspace each run: an existing job would be returned from its stored result.

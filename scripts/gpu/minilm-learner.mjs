@@ -6,38 +6,22 @@
 //
 // The paths are relative to the job directory, where xpm-torch-run works (--job-dir): the suite
 // makes each job directory beside model/ and triplets.tsv.
-import {
-  AdamW,
-  CrossEncoder,
-  FabricConfiguration,
-  HFEncoder,
-  Learner,
-  LossTrainer,
-  PairwiseCrossEntropyLoss,
-  ParameterOptimizer,
-  Random,
-  TextTripletFile,
-  TextTripletSampler,
-} from "../../dist/index.js";
+import { FabricConfiguration } from "../../dist/index.js";
+import { minilmLearner } from "../../benchmarks/runners/minilm-job.mjs";
 
 export const WARMUP_STEPS = 10;
 export const TIMED_EPOCHS = 5;
 
-export default Learner.C({
-  random: Random.C({ seed: 0 }),
-  model: CrossEncoder.C({
-    encoder: HFEncoder.C({ id: "all-MiniLM-L6-v2 (architecture)", path: "../model" }),
-    max_length: 128,
-  }),
-  trainer: LossTrainer.C({
-    sampler: TextTripletSampler.C({ triplets: TextTripletFile.C({ id: "bench/minilm", path: "../triplets.tsv" }) }),
-    batch_size: 8,
-    hooks: [PairwiseCrossEntropyLoss.C({})],
-  }),
-  max_epochs: 1 + TIMED_EPOCHS,
-  steps_per_epoch: WARMUP_STEPS,
-  checkpoint_interval: 1 + TIMED_EPOCHS,
-  optimizers: [ParameterOptimizer.C({ optimizer: AdamW.C({ lr: 2e-5 }) })],
-  listeners: [],
-  fabric_config: FabricConfiguration.C({ accelerator: "cuda", precision: "bf16-mixed", devices: "1" }),
+export default minilmLearner({
+  model: "../model",
+  modelId: "all-MiniLM-L6-v2 (architecture)",
+  triplets: "../triplets.tsv",
+  pairs: 16,
+  maxLength: 128,
+  lr: 2e-5,
+  seed: 0,
+  epochs: 1 + TIMED_EPOCHS,
+  stepsPerEpoch: WARMUP_STEPS,
+  checkpointInterval: 1 + TIMED_EPOCHS,
+  fabric: FabricConfiguration.C({ accelerator: "cuda", precision: "bf16-mixed", devices: "1" }),
 });
