@@ -1,6 +1,6 @@
 //! Hugging Face encoders against `transformers` (fixtures from
-//! `scripts/fixtures/gen_hf_tiny.py`): hidden states, mean and pooler outputs, classification
-//! logits; loading with and without prefix, from shards, and refusing bad files.
+//! `scripts/fixtures/gen_hf_tiny.py`, `gen_hf_grads.py`): hidden states, mean and pooler
+//! outputs, classification logits, parameter gradients; loading with and without prefix, from shards, and refusing bad files.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -85,6 +85,38 @@ fn classification_logits_equal_transformers_with_the_files_head() {
         let logits = model.logits(&input(&e), false).unwrap();
         let d = max_diff(&logits, &e["logits"]);
         assert!(d < 1e-5, "{name}: logits differ by {d}");
+    }
+}
+
+/// Training follows the gradients: every parameter's, for a weighted sum of the logits
+/// (`scripts/fixtures/gen_hf_grads.py`), equals the one `transformers` computes.
+#[test]
+fn parameter_gradients_equal_transformers() {
+    for name in ARCHITECTURES {
+        let e = expected(name);
+        let want: BTreeMap<String, Tensor> =
+            Tensor::read_safetensors(fixture(name).join("grads.safetensors"))
+                .unwrap()
+                .into_iter()
+                .collect();
+        let model = HfSequenceClassifier::load(&fixture(name), 1, &mut Rng::new(0)).unwrap();
+        let logits = model.logits(&input(&e), false).unwrap().squeeze_dim(-1);
+        let rows = logits.size()[0];
+        let weights = Tensor::linspace(-1.0, 1.5, rows, (Kind::Float, logits.device()));
+        (logits * weights).sum(Kind::Float).backward();
+        let params = model.named_parameters();
+        assert_eq!(params.len(), want.len(), "{name}: parameter count");
+        for p in params {
+            let grad = p.tensor.grad();
+            assert!(grad.defined(), "{name}: {} has no gradient", p.name);
+            let d = max_diff(&grad, &want[&p.name]);
+            let scale = want[&p.name].abs().max().double_value(&[]).max(1.0);
+            assert!(
+                d < 1e-4 * scale,
+                "{name}: the gradient of {} differs by {d}",
+                p.name
+            );
+        }
     }
 }
 
