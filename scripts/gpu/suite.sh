@@ -229,12 +229,22 @@ json.dump(c, open(sys.argv[6], "w"))' "$source/learner.json" "$device" "$precisi
       note "xpm-torch-run failed (repeat $repeat): $(tail -n 5 "$work/xpm-$repeat.log")"
       failed=1
     fi
-    if ! "$python" "$here/benchmarks/gpu/minilm_bench.py" loop "$work/model" "$source/ids.safetensors" --device "$device" \
-      --precision "$precision" --warmup "$warmup" --steps "$timed" --pairs "$BENCH_PAIRS" >"$work/torch-$repeat.json" 2>"$work/torch-$repeat.log"; then
-      note "the PyTorch loop failed (repeat $repeat): $(tail -n 5 "$work/torch-$repeat.log")"
-      failed=1
-    fi
-    results+=("xpm-torch #$repeat=$work/xpm-$repeat.json" "PyTorch loop #$repeat=$work/torch-$repeat.json")
+    results+=("xpm-torch #$repeat=$work/xpm-$repeat.json")
+    # The plain loop with PyTorch's default AdamW (foreach), then with the fused kernel that
+    # xpm-torch's AdamW calls.
+    local variant label
+    for variant in torch fused; do
+      local flags=()
+      label="PyTorch loop"
+      if [[ "$variant" == fused ]]; then flags=(--fused); label="PyTorch loop (fused AdamW)"; fi
+      if ! "$python" "$here/benchmarks/gpu/minilm_bench.py" loop "$work/model" "$source/ids.safetensors" --device "$device" \
+        --precision "$precision" --warmup "$warmup" --steps "$timed" --pairs "$BENCH_PAIRS" "${flags[@]}" \
+        >"$work/$variant-$repeat.json" 2>"$work/$variant-$repeat.log"; then
+        note "$label failed (repeat $repeat): $(tail -n 5 "$work/$variant-$repeat.log")"
+        failed=1
+      fi
+      results+=("$label #$repeat=$work/$variant-$repeat.json")
+    done
   done
   local table
   table="$("$python" "$here/benchmarks/gpu/minilm_bench.py" table "$work/gpu-bench.json" "${results[@]}")" || failed=1
