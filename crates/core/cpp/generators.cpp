@@ -66,15 +66,16 @@ extern "C" void xpm_philox4x32_10(const uint32_t* counter, uint64_t key, uint32_
   for (int i = 0; i < 4; ++i) out[i] = words[i];
 }
 
-// Fills the contiguous CPU floating tensor `tensor` with an inverted-dropout mask: each element is
-// 1/keep with probability `keep`, else 0. One 64-bit draw from the generator keys a Philox stream
-// over the elements, drawn in parallel (libtorch's CPU `bernoulli_` draws one element at a time
-// from a locked Mersenne twister, which made dropout a third of a MiniLM training step).
+// Fills the contiguous CPU bool tensor `tensor` with a dropout mask: each element is kept (true)
+// with probability `keep`. One 64-bit draw from the generator keys a Philox stream over the
+// elements, drawn in parallel (libtorch's CPU `bernoulli_` draws one element at a time from a
+// locked Mersenne twister, which made dropout a third of a MiniLM training step). A bool mask is
+// what autograd keeps for the backward: a quarter of a float one.
 extern "C" char* xpm_dropout_mask_(void* tensor, double keep, void* handle) {
   XPM_FFI_GUARD({
     at::Tensor& t = *static_cast<at::Tensor*>(tensor);
-    if (!t.device().is_cpu() || !t.is_contiguous() || !t.is_floating_point()) {
-      throw std::invalid_argument("a dropout mask needs a contiguous floating CPU tensor");
+    if (!t.device().is_cpu() || !t.is_contiguous() || t.scalar_type() != at::kBool) {
+      throw std::invalid_argument("a dropout mask needs a contiguous bool CPU tensor");
     }
     if (!(keep > 0.0 && keep <= 1.0)) {
       throw std::invalid_argument("the keep probability of a dropout mask must be in (0, 1]");
@@ -89,22 +90,18 @@ extern "C" char* xpm_dropout_mask_(void* tensor, double keep, void* handle) {
     const uint64_t threshold = static_cast<uint64_t>(std::ldexp(keep, 32));
     const int64_t n = t.numel();
     const int64_t blocks = (n + 3) / 4;
-    AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, t.scalar_type(), "xpm_dropout_mask_", [&] {
-      scalar_t* data = t.data_ptr<scalar_t>();
-      const scalar_t scale = static_cast<scalar_t>(1.0 / keep);
-      const scalar_t zero = static_cast<scalar_t>(0);
-      at::parallel_for(0, blocks, 2048, [&](int64_t begin, int64_t end) {
-        for (int64_t b = begin; b < end; ++b) {
-          const auto words = philox4x32_10(
-              {static_cast<uint32_t>(b), static_cast<uint32_t>(static_cast<uint64_t>(b) >> 32), 0, 0},
-              key);
-          const int64_t first = b * 4;
-          const int64_t count = std::min<int64_t>(4, n - first);
-          for (int64_t j = 0; j < count; ++j) {
-            data[first + j] = words[j] < threshold ? scale : zero;
-          }
+    bool* data = t.data_ptr<bool>();
+    at::parallel_for(0, blocks, 2048, [&](int64_t begin, int64_t end) {
+      for (int64_t b = begin; b < end; ++b) {
+        const auto words = philox4x32_10(
+            {static_cast<uint32_t>(b), static_cast<uint32_t>(static_cast<uint64_t>(b) >> 32), 0, 0},
+            key);
+        const int64_t first = b * 4;
+        const int64_t count = std::min<int64_t>(4, n - first);
+        for (int64_t j = 0; j < count; ++j) {
+          data[first + j] = words[j] < threshold;
         }
-      });
+      }
     });
   })
 }

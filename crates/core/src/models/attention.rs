@@ -2,7 +2,7 @@
 
 use tch::{Kind, Tensor};
 
-use crate::runtime::dropout;
+use crate::runtime::dropout_mask;
 use crate::Result;
 
 /// `softmax(q·kᵀ/√d + mask)·v` over `B × heads × T × d` tensors, attending where `keep` (a
@@ -43,6 +43,13 @@ pub(crate) fn attention(
         .f_mul_scalar(1.0 / (head_dim as f64).sqrt())?
         .f_matmul(&k.f_transpose(-2, -1)?)?
         .f_add(&bias)?;
-    let weights = dropout(&scores.f_softmax(-1, None::<Kind>)?, p, true)?;
-    Ok(weights.f_matmul(v)?)
+    let weights = scores.f_softmax(-1, None::<Kind>)?;
+    match dropout_mask(&weights, p, true)? {
+        // (w·m)·v·s = (w·m·s)·v: the scale goes on the output, T/d times smaller than w.
+        Some(mask) => Ok(weights
+            .f_mul(&mask.keep)?
+            .f_matmul(v)?
+            .f_mul_scalar(mask.scale)?),
+        None => Ok(weights.f_matmul(v)?),
+    }
 }

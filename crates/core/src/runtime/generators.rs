@@ -21,7 +21,7 @@ use std::rc::Rc;
 use std::sync::{Condvar, Mutex, PoisonError};
 use std::thread::ThreadId;
 
-use tch::{Device, Tensor};
+use tch::{Device, Kind, Tensor};
 
 use crate::rng::Rng;
 use crate::shim::checked;
@@ -110,8 +110,8 @@ impl Generator {
         checked(unsafe { xpm_bernoulli_(tensor.as_mut_ptr() as *mut c_void, p, self.handle) })
     }
 
-    /// Fills the contiguous floating CPU `tensor` with an inverted-dropout mask (1/`keep` with
-    /// probability `keep`, else 0) from a Philox stream keyed by one draw of this generator.
+    /// Fills the contiguous bool CPU `tensor` with a dropout mask (each element kept, true,
+    /// with probability `keep`) from a Philox stream keyed by one draw of this generator.
     fn dropout_mask_(&self, tensor: &mut Tensor, keep: f64) -> Result<()> {
         // SAFETY: a live tensor handle (an `at::Tensor*`) and a live generator handle.
         checked(unsafe { xpm_dropout_mask_(tensor.as_mut_ptr() as *mut c_void, keep, self.handle) })
@@ -266,24 +266,19 @@ impl RunGenerators {
             })
     }
 
-    /// Inverted dropout with this run's generator of `input`'s device: `input` times a mask of
-    /// Bernoulli(1 − p) draws scaled by 1/(1 − p). On the CPU the mask comes from a parallel
-    /// counter-based stream (see `xpm_dropout_mask_`); on CUDA from libtorch's `bernoulli_`.
-    fn dropout(&self, input: &Tensor, p: f64) -> Result<Tensor> {
-        if p >= 1.0 {
-            return Ok(input.f_mul_scalar(0.0)?);
-        }
-        let device = input.device();
+    /// The kept positions (true) of a dropout of probability `p` < 1 over a tensor of `size` on
+    /// `device`, from this run's generator of that device: on the CPU from a parallel
+    /// counter-based stream (see `xpm_dropout_mask_`), on CUDA from libtorch's `bernoulli_`.
+    fn keep_mask(&self, size: &[i64], device: Device, p: f64) -> Result<Tensor> {
         let generator = self.own_generator(device)?;
         if device == Device::Cpu {
-            let mut mask = Tensor::f_empty(input.size(), (input.kind(), device))?;
+            let mut mask = Tensor::f_empty(size, (Kind::Bool, device))?;
             generator.dropout_mask_(&mut mask, 1.0 - p)?;
-            return Ok(input.f_mul(&mask)?);
+            return Ok(mask);
         }
-        let mut noise = input.f_empty_like()?;
+        let mut noise = Tensor::f_empty(size, (Kind::Float, device))?;
         generator.bernoulli_(&mut noise, 1.0 - p)?;
-        let _ = noise.f_div_scalar_(1.0 - p)?;
-        Ok(input.f_mul(&noise)?)
+        Ok(noise.f_to_kind(Kind::Bool)?)
     }
 }
 
@@ -307,24 +302,56 @@ impl Drop for ActiveGenerators {
     }
 }
 
-/// Dropout with probability `p` when `training`: draws from the generators of the run active
-/// on this thread (see [`RunGenerators::activate`]), so the masks depend on the run's seed and
-/// are restored with its checkpoints. Outside a run (a model used directly, in training mode)
-/// it draws from generators of the calling thread seeded with 0 — never from libtorch's
-/// default generator, which only a run holding the [`GlobalGeneratorLease`] may touch.
+/// Dropout with probability `p` when `training`: `input` times a mask of Bernoulli(1 − p)
+/// draws, scaled by 1/(1 − p) (see [`dropout_mask`]).
 ///
 /// # Errors
 /// A libtorch error.
 pub fn dropout(input: &Tensor, p: f64, training: bool) -> Result<Tensor> {
+    match dropout_mask(input, p, training)? {
+        Some(mask) => Ok(input.f_mul(&mask.keep)?.f_mul_scalar(mask.scale)?),
+        None => Ok(input.shallow_clone()),
+    }
+}
+
+/// Where a dropout keeps the elements of a tensor, and the scale kept elements take.
+#[derive(Debug)]
+pub struct DropoutMask {
+    /// True where the element is kept; shaped as the tensor dropped out.
+    pub keep: Tensor,
+    /// 1/(1 − p): what kept elements are multiplied by (1 when nothing is kept).
+    pub scale: f64,
+}
+
+/// The mask of a dropout with probability `p` over a tensor shaped as `input`, or `None` when
+/// nothing is dropped (not `training`, or `p` is 0). The mask draws from the generators of the
+/// run active on this thread (see [`RunGenerators::activate`]), so the masks depend on the
+/// run's seed and are restored with its checkpoints. Outside a run (a model used directly, in
+/// training mode) it draws from generators of the calling thread seeded with 0 — never from
+/// libtorch's default generator, which only a run holding the [`GlobalGeneratorLease`] may
+/// touch. A caller may apply the scale where it is cheapest: attention scales its (much
+/// smaller) output rather than its weights.
+///
+/// # Errors
+/// A libtorch error.
+pub fn dropout_mask(input: &Tensor, p: f64, training: bool) -> Result<Option<DropoutMask>> {
     if !training || p <= 0.0 {
-        return Ok(input.shallow_clone());
+        return Ok(None);
+    }
+    if p >= 1.0 {
+        let keep = Tensor::f_zeros(input.size(), (Kind::Bool, input.device()))?;
+        return Ok(Some(DropoutMask { keep, scale: 1.0 }));
     }
     let active = ACTIVE.with(|a| a.borrow().clone());
     let generators = match active {
         Some(generators) => generators,
         None => outside_a_run(input.device())?,
     };
-    generators.dropout(input, p)
+    let keep = generators.keep_mask(&input.size(), input.device(), p)?;
+    Ok(Some(DropoutMask {
+        keep,
+        scale: 1.0 / (1.0 - p),
+    }))
 }
 
 /// The calling thread's generators for models used outside a run, covering `device`.
@@ -508,6 +535,24 @@ mod tests {
             let short = dropout(&Tensor::ones([10], (kind, Device::Cpu)), 0.2, true).unwrap();
             assert!(short.equal(&y.narrow(0, 0, 10)), "{kind:?}");
         }
+    }
+
+    /// Autograd keeps the mask for the backward: a bool one, a quarter of a float one, and
+    /// what `dropout` applies.
+    #[test]
+    fn the_mask_is_bool_and_dropout_applies_it_scaled() {
+        let g = Rc::new(RunGenerators::new(4, 0, Device::Cpu, false).unwrap());
+        let saved = g.states().unwrap();
+        let _active = g.activate();
+        let x = Tensor::arange(1000, (Kind::Float, Device::Cpu));
+        let mask = dropout_mask(&x, 0.3, true).unwrap().unwrap();
+        assert_eq!(mask.keep.kind(), Kind::Bool);
+        assert!((mask.scale - 1.0 / 0.7).abs() < 1e-15);
+        g.restore(&saved, "c").unwrap();
+        let y = dropout(&x, 0.3, true).unwrap();
+        let expected = x.where_self(&mask.keep, &x.zeros_like()) * mask.scale;
+        assert!(y.equal(&expected));
+        assert!(dropout_mask(&x, 0.3, false).unwrap().is_none());
     }
 
     #[test]
