@@ -1,6 +1,7 @@
 use tch::{Device, Kind, Tensor};
 
 use super::ScoreInput;
+use crate::runtime::pinned_for;
 use crate::Result;
 
 /// Pairs to rank: row `k` of `positive` should score above row `k` of `negative`.
@@ -43,9 +44,10 @@ impl PairwiseBatch {
 pub enum Staging {
     /// Batches for the CPU: the halves of pairwise batches are joined ahead.
     Host,
-    /// Batches for a CUDA device: joined, and every tensor in page-locked (pinned) host memory,
-    /// so that the copy to `device` is asynchronous and costs the training thread no staging
-    /// copy. Only for a process whose CUDA library is loaded.
+    /// Batches for a CUDA device: joined, and what goes to `device` as it is (for pairwise
+    /// batches, the joined rows; otherwise every tensor) in page-locked (pinned) host memory, so
+    /// that the copy is asynchronous and costs the training thread no staging copy. Only for a
+    /// process whose CUDA library is loaded.
     Pinned(Device),
 }
 
@@ -163,7 +165,7 @@ impl Batch {
         let pin = |t: &Tensor| -> Result<Tensor> {
             match staging {
                 Staging::Host => Ok(t.shallow_clone()),
-                Staging::Pinned(device) => Ok(t.f_internal_pin_memory(device)?),
+                Staging::Pinned(device) => pinned_for(t, device),
             }
         };
         match self {

@@ -15,12 +15,20 @@ use crate::{Error, Result};
 /// see the data, and libtorch's caching host allocator keeps the pinned block until the copy is
 /// done. (`_pin_memory` rather than `pin_memory(device)`, which warns on every call in 2.11.)
 fn to_cuda_async(tensor: &Tensor, device: Device) -> Result<Tensor> {
-    let pinned = if tensor.f_is_pinned(device)? {
-        tensor.shallow_clone()
-    } else {
-        tensor.f_internal_pin_memory(device)?
-    };
+    let pinned = pinned_for(tensor, device)?;
     Ok(pinned.f_to_device_(device, pinned.kind(), true, false)?)
+}
+
+/// `tensor` in page-locked host memory for copies to `device` (CUDA): itself when it is there
+/// already, else a pinned copy. Only for a process whose CUDA library is loaded.
+///
+/// # Errors
+/// A libtorch error (e.g. no page-locked memory left).
+pub fn pinned_for(tensor: &Tensor, device: Device) -> Result<Tensor> {
+    if tensor.f_is_pinned(device)? {
+        return Ok(tensor.shallow_clone());
+    }
+    Ok(tensor.f_internal_pin_memory(device)?)
 }
 
 /// Where the run's `FabricConfiguration` sits in the learner configuration.
