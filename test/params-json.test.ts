@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 
 import { ModuleLoader } from "../ts/config/classes/module.js";
-import { identifierOf, initTasksOf, setInitTasks } from "../ts/config/identity.js";
+import { identifierOf, initTasksOf, markAsOutputOf, setInitTasks } from "../ts/config/identity.js";
 import { toWire } from "../ts/config/wire.js";
 import { ConfigError } from "../ts/errors.js";
 import { jobOf } from "../ts/workspace/job.js";
@@ -69,6 +69,25 @@ describe("params.json", () => {
     expect(initTasksOf(back)).toHaveLength(1);
     expect(identifierOf(back)).toBe(identifierOf(learner));
     expect(() => readParamsJson(text.replace(`"init-tasks":[${loaderId}]`, `"init-tasks":[${task.id + 5}]`))).toThrow("init-tasks[0]");
+  });
+
+  it("writes the producer of a marked output before it, as its task, and reads the mark back", () => {
+    const upstream = SAMPLES["xpm_torch.learner.Learner"]!() as { model: object };
+    const learner = SAMPLES["xpm_torch.learner.Learner"]!() as { model: object };
+    const output = markAsOutputOf(ModuleLoader.C({ value: upstream.model as never, path: "/ws/jobs/a/model.safetensors" }), upstream);
+    setInitTasks(learner, [output]);
+    const text = writeParamsJson(learner, { workspace, jobDir: join(workspace, "job") });
+    const doc = JSON.parse(text) as { objects: { id: number; type: string; task?: number }[] };
+    const loader = doc.objects.find((o) => o.type === "SimpleModuleLoader")!;
+    const producer = doc.objects.find((o) => o.id === loader.task)!;
+    expect(producer.type).toBe("Learner");
+    expect(producer.task).toBe(producer.id);
+    expect(producer.id).toBeLessThan(loader.id);
+    // Without the mark, the loader (and so the task) would hash as if no training produced it.
+    expect(identifierOf(readParamsJson(text))).toBe(identifierOf(learner));
+    expect(identifierOf(readParamsJson(JSON.stringify(doc)))).toBe(identifierOf(learner));
+    delete (loader as { task?: number }).task;
+    expect(identifierOf(readParamsJson(JSON.stringify(doc)))).not.toBe(identifierOf(learner));
   });
 
   it("refuses newer versions and unknown types, naming the file", () => {

@@ -62,4 +62,19 @@ export {
   type ProgressStream,
 } from "./progress/display.js";
 export { writeReport, type WrittenReport } from "./report/report.js";
+export {
+  experiment,
+  Experiment,
+  ExperimentInterruptedError,
+  type ExperimentOptions,
+  type ExperimentSummary,
+  type JobHandle,
+  type JobState as ExperimentJobState,
+  type LauncherConfig,
+  type SubmitOptions,
+  type Tags,
+} from "./experiment/experiment.js";
+export { ExperimentError, JobFailedError } from "./experiment/errors.js";
+export { Launcher, LocalLauncher, SlurmLauncher } from "./experiment/launchers.js";
+export type { PlannedLoaders } from "./experiment/outputs.js";
 export { listJobs, readJob, type JobInfo, type JobState, type BestValue } from "./report/job.js";

@@ -1,11 +1,10 @@
 // Who runs the job: this process alone, the launcher of a ddp run, or one of its ranks.
-import { existsSync } from "node:fs";
+import { existsSync, rmSync } from "node:fs";
 
-import { CheckpointSettings } from "./config/classes/learner.js";
-import { ModuleLoader } from "./config/classes/module.js";
 import { ValidationSettings } from "./config/classes/validation.js";
-import { markAsOutputOf } from "./config/identity.js";
 import { DistributedError } from "./errors.js";
+import { checkpointLoaderOf, loaderOf } from "./experiment/outputs.js";
+import { writeJobStatus } from "./experiment/xpm-records.js";
 import type { LearnOptions, LearnResult, LearnerConfig, LearnerLoaders, ModuleLoaderConfig } from "./learn-types.js";
 import { LAUNCHED_ENV, type RankInfo, launchWorkers } from "./distributed.js";
 import { type StoredResult, train } from "./train.js";
@@ -13,10 +12,8 @@ import { type Job, acquireLock, markDone, markFailed, prepareJobDirectory, store
 
 /** The Learner's output as loaders marked as its outputs. */
 function loadersOf(config: LearnerConfig, result: StoredResult): LearnerLoaders {
-  const loader = (path: string, settings?: object) =>
-    markAsOutputOf(ModuleLoader.C({ value: config.model, path, ...(settings ? { settings: settings as never } : {}) }), config);
   const checkpoints = Object.fromEntries(
-    Object.entries(result.checkpoints).map(([epoch, path]) => [epoch, loader(path, CheckpointSettings.C({ epoch: Number(epoch) }))]),
+    Object.entries(result.checkpoints).map(([epoch, path]) => [epoch, checkpointLoaderOf(config, path, Number(epoch))]),
   );
   const listeners: Record<string, Record<string, ModuleLoaderConfig>> = {};
   for (const listener of config.listeners) {
@@ -25,12 +22,11 @@ function loadersOf(config: LearnerConfig, result: StoredResult): LearnerLoaders 
     for (const [key, best] of Object.entries(output as Record<string, unknown>)) {
       const model = (best as { model?: unknown } | null)?.model;
       if (typeof model !== "string") continue;
-      (listeners[listener.id] ??= {})[key] = loader(model, ValidationSettings.C({ listener, key }));
+      (listeners[listener.id] ??= {})[key] = loaderOf(config, model, ValidationSettings.C({ listener, key }));
     }
   }
-  return { learned_model: result.learned_model === null ? null : loader(result.learned_model), checkpoints, listeners };
+  return { learned_model: result.learned_model === null ? null : checkpointLoaderOf(config, result.learned_model), checkpoints, listeners };
 }
-
 
 /** How long ranks other than 0 wait for rank 0 to write params.json (under torchrun or SLURM). */
 const PARAMS_WAIT_MS = 300_000;
@@ -45,6 +41,13 @@ async function waitForParams(job: Job, rank: number): Promise<void> {
   }
 }
 
+/** The job's state where experimaestro's tools (and a plan run again) read it. */
+function recordState(job: Job, state: "running" | "done" | "error", error?: unknown): void {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  const failureReason = code === "ERR_INTERRUPTED" ? "cancelled" : code === "ERR_OUT_OF_MEMORY" ? "memory" : "failed";
+  writeJobStatus({ jobDir: job.dir, identifier: job.identifier, taskId: job.typeId }, { state, ...(state === "error" ? { failureReason } : {}) });
+}
+
 /** Finishes a result for the caller. */
 export function completed(config: LearnerConfig, job: Job, result: StoredResult, cached: boolean): LearnResult {
   return { ...result, jobDir: job.dir, identifier: job.identifier, cached, loaders: loadersOf(config, result) };
@@ -55,11 +58,16 @@ export async function runOwned(config: LearnerConfig, job: Job, work: () => Prom
   const release = acquireLock(job);
   try {
     prepareJobDirectory(config, job);
+    // An earlier attempt's failure is no longer the job's state.
+    rmSync(job.failedFile, { force: true });
+    recordState(job, "running");
     const result = await work();
     markDone(job, result);
+    recordState(job, "done");
     return completed(config, job, result, false);
   } catch (error) {
     markFailed(job, error);
+    recordState(job, "error", error);
     throw error;
   } finally {
     release();

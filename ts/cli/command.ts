@@ -8,7 +8,7 @@ export interface CliIo {
 
 /** Parsed command line of one command. */
 export interface CommandArgs {
-  readonly values: Readonly<Record<string, string | boolean | undefined>>;
+  readonly values: Readonly<Record<string, string | boolean | readonly string[] | undefined>>;
   readonly positionals: readonly string[];
 }
 

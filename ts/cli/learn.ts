@@ -4,7 +4,7 @@ import type { Command } from "./command.js";
 export const learnCommand: Command = {
   name: "learn",
   summary: "train the Learner a .ts/.js module exports (default or `learner`), or a params.json",
-  help: `usage: xpm-torch learn FILE [--workspace DIR] [--quiet]
+  help: `usage: xpm-torch learn FILE [--workspace DIR] [--quiet] [--import MODULE ...]
 
 Runs the Learner configuration in FILE in its job directory, as learn() does:
   - a TypeScript or JavaScript module exporting it as \`default\` or as \`learner\` (a
@@ -15,11 +15,14 @@ reported with the file and the parameter path, and exit with status 1.
 
 options:
   --workspace DIR   where jobs go (default: XPM_TORCH_WORKSPACE, else ./xpm-workspace)
-  --quiet           no progress display`,
-  options: { workspace: { type: "string" }, quiet: { type: "boolean" } },
+  --quiet           no progress display
+  --import MODULE   a module to load first, that defines configuration classes of the
+                    params.json (listeners or hooks written in TypeScript); repeatable`,
+  options: { workspace: { type: "string" }, quiet: { type: "boolean" }, import: { type: "string", multiple: true } },
   positionals: [1, 1],
   run: async ({ values, positionals }, io) => {
-    const { loadLearnerConfig } = await import("./load-config.js");
+    const { importModules, loadLearnerConfig } = await import("./load-config.js");
+    await importModules(Array.isArray(values.import) ? values.import : []);
     const config = await loadLearnerConfig(positionals[0]!);
     const { learn } = await import("../learn.js");
     const workspace = typeof values.workspace === "string" ? values.workspace : undefined;

@@ -98,6 +98,15 @@ async function shareThisCopy(file: string): Promise<void> {
   require.cache[resolved] = entry;
 }
 
+/** Loads modules for their side effects (the configuration classes they define), in order. */
+export async function importModules(files: readonly string[]): Promise<void> {
+  for (const file of files) {
+    const path = resolve(file);
+    if (!existsSync(path)) throw new ConfigError(`--import ${file}`, "no such file");
+    await importModule(path);
+  }
+}
+
 /** Whether this process already runs TypeScript files (tsx's hooks, or Node's type stripping). */
 function typescriptLoads(): boolean {
   const features = process.features as { typescript?: unknown };

@@ -18,6 +18,11 @@ export function markAsOutputOf<C extends object>(config: C, task: object): C {
   return config;
 }
 
+/** The task `config` was marked an output of (see {@link markAsOutputOf}), if any. */
+export function producerOf(config: object): object | undefined {
+  return producers.get(config);
+}
+
 const initTaskLists = new WeakMap<object, readonly object[]>();
 
 /**

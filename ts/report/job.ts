@@ -2,6 +2,8 @@ import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
 import { hostname } from "node:os";
 import { basename, dirname, join } from "node:path";
 
+import { processAlive } from "../workspace/job.js";
+
 /** Where a job stands. */
 export type JobState = "done" | "running" | "failed" | "interrupted" | "incomplete";
 
@@ -45,15 +47,6 @@ function readJson<T>(file: string): T | undefined {
     return JSON.parse(readFileSync(file, "utf8")) as T;
   } catch {
     return undefined;
-  }
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
   }
 }
 

@@ -71,7 +71,8 @@ interface LockHolder {
   started: string;
 }
 
-function alive(pid: number): boolean {
+/** Whether a process of this host with this pid exists (a signal 0 reaches it, or may not). */
+export function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
@@ -102,7 +103,7 @@ export function acquireLock(job: Job): () => void {
     } catch {
       holder = undefined; // being written right now, or garbage: treat as held
     }
-    if (holder && holder.host === me.host && !alive(holder.pid)) {
+    if (holder && holder.host === me.host && !processAlive(holder.pid)) {
       rmSync(job.lockFile, { force: true });
       continue;
     }

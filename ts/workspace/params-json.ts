@@ -1,7 +1,7 @@
 import { relative } from "node:path";
 
 import { type AnyConfigClass, classById, configClassOf } from "../config/class.js";
-import { identifierOf, initTasksOf, setInitTasks } from "../config/identity.js";
+import { identifierOf, initTasksOf, markAsOutputOf, producerOf, setInitTasks } from "../config/identity.js";
 import type { GeneratedPaths } from "../config/identity.js";
 import { sealedSet } from "../config/types.js";
 import { ConfigError } from "../errors.js";
@@ -36,6 +36,8 @@ interface WriteContext {
   readonly paths: GeneratedPaths | undefined;
   readonly jobDir: string;
   readonly task: object;
+  /** The tasks whose outputs the file holds: submitted tasks, written with their own id as `task`. */
+  readonly producers: ReadonlySet<object>;
 }
 
 function encodeValue(value: unknown, type: ValueType, ctx: WriteContext): Json {
@@ -78,7 +80,10 @@ function writeObject(config: object, ctx: WriteContext): number {
     }
     fields[name] = encodeValue(record[name], spec.value.type, ctx);
   }
-  // experimaestro writes a task's initialisation tasks before it and lists their ids.
+  // experimaestro writes the producer of a marked output, then the initialisation tasks, before
+  // the object itself, and refers to them by id.
+  const producer = producerOf(config);
+  const producerId = producer ? writeObject(producer, ctx) : undefined;
   const initTasks = initTasksOf(config).map((task) => writeObject(task, ctx));
   const id = ctx.objects.length + 1;
   ctx.ids.set(config, id);
@@ -91,15 +96,35 @@ function writeObject(config: object, ctx: WriteContext): number {
     identifier: identifierOf(config),
   };
   if (initTasks.length > 0) object["init-tasks"] = initTasks;
-  if (config === ctx.task) object.task = id;
+  if (producerId !== undefined) object.task = producerId;
+  else if (config === ctx.task || ctx.producers.has(config)) object.task = id;
   object.fields = fields;
   ctx.objects.push(object);
   return id;
 }
 
+/** The producers of every marked output reachable from `task`. */
+function producersIn(task: object): Set<object> {
+  const found = new Set<object>();
+  const seen = new Set<object>();
+  const visit = (value: unknown): void => {
+    if (typeof value !== "object" || value === null || seen.has(value)) return;
+    seen.add(value);
+    const producer = configClassOf(value) ? producerOf(value) : undefined;
+    if (producer) {
+      found.add(producer);
+      visit(producer);
+    }
+    if (configClassOf(value)) initTasksOf(value).forEach(visit);
+    Object.values(value instanceof Set ? [...value] : value).forEach(visit);
+  };
+  visit(task);
+  return found;
+}
+
 /** The params.json of a task (identifiers.md §12): every configuration once, dependencies first. */
 export function writeParamsJson(task: object, options: { workspace: string; jobDir: string; paths?: GeneratedPaths }): string {
-  const ctx: WriteContext = { ids: new Map(), objects: [], paths: options.paths, jobDir: options.jobDir, task };
+  const ctx: WriteContext = { ids: new Map(), objects: [], paths: options.paths, jobDir: options.jobDir, task, producers: producersIn(task) };
   writeObject(task, ctx);
   return render({
     workspace: options.workspace,
@@ -110,7 +135,7 @@ export function writeParamsJson(task: object, options: { workspace: string; jobD
   });
 }
 
-type RawObject = { id: number; typename?: string; module: string; type: string; fields: Record<string, unknown>; "init-tasks"?: unknown };
+type RawObject = { id: number; typename?: string; module: string; type: string; fields: Record<string, unknown>; task?: unknown; "init-tasks"?: unknown };
 
 function decodeValue(raw: unknown, type: ValueType, objects: Map<number, object>, where: string): unknown {
   if (raw === null) return undefined;
@@ -164,6 +189,11 @@ export function readParamsJson(text: string, file = "params.json"): object {
     }
     last = cls.C(values);
     built.set(raw.id, last);
+    if (raw.task !== undefined && raw.task !== raw.id) {
+      const producer = built.get(raw.task as number);
+      if (!producer) throw new ConfigError(`${where}.task`, `refers to object ${String(raw.task)}, which is not defined before it`);
+      markAsOutputOf(last, producer);
+    }
     const initTasks = raw["init-tasks"] ?? [];
     if (!Array.isArray(initTasks)) throw new ConfigError(`${where}.init-tasks`, "expected a list of object ids");
     if (initTasks.length > 0) {

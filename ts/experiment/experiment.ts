@@ -1,0 +1,286 @@
+// experiment(): a plan submits Learners; each runs as its own process through its launcher, in
+// the workspace's job directories, recorded as experimaestro records them.
+import { existsSync } from "node:fs";
+import { resolve } from "node:path";
+
+import { type ConfigOf, configClassOf } from "../config/class.js";
+import { Learner } from "../config/classes/learner.js";
+import { identifierOf } from "../config/identity.js";
+import { ConfigError, XpmTorchError } from "../errors.js";
+import { interruptions } from "../interrupts.js";
+import type { LearnResult, LearnerConfig } from "../learn-types.js";
+import { type Job, defaultWorkspace, jobOf, prepareJobDirectory, storedResult } from "../workspace/job.js";
+import type { Backend } from "./backend.js";
+import { cycleThrough, dependenciesOf } from "./dependencies.js";
+import { ExperimentError, JobFailedError } from "./errors.js";
+import { LocalLauncher, SlurmLauncher } from "./launchers.js";
+import { LocalBackend } from "./local.js";
+import { type PlannedLoaders, plannedLoaders } from "./outputs.js";
+import { type JobState, ScheduledJob, Scheduler } from "./scheduler.js";
+import { SlurmBackend } from "./slurm-backend.js";
+import { ExperimentRecords, markWorkspace, readJobStatus, writeJobStatus } from "./xpm-records.js";
+
+export type { JobState } from "./scheduler.js";
+
+/** A launcher configuration: `LocalLauncher.C({...})` or `SlurmLauncher.C({...})`. */
+export type LauncherConfig = ConfigOf<typeof LocalLauncher> | ConfigOf<typeof SlurmLauncher>;
+
+/** Tags of a job: shown by `xpm-torch jobs` and experimaestro, never part of an identifier. */
+export type Tags = Readonly<Record<string, string | number | boolean>>;
+
+export interface SubmitOptions {
+  readonly tags?: Tags;
+  /** Where this job runs (default: the experiment's launcher). */
+  readonly launcher?: LauncherConfig;
+}
+
+export interface ExperimentOptions {
+  /** Where jobs go; default `XPM_TORCH_WORKSPACE`, else `./xpm-workspace`. */
+  readonly workspace?: string;
+  /** Where jobs run unless `submit()` says otherwise; default `LocalLauncher.C({})` (one job at a time). */
+  readonly launcher?: LauncherConfig;
+  /**
+   * Modules each job process imports before it reads its params.json: those that define the
+   * plan's own configuration classes (listeners and hooks written in TypeScript).
+   */
+  readonly imports?: readonly string[];
+  /** Stops the experiment as Ctrl-C does. */
+  readonly signal?: AbortSignal;
+  /** Ctrl-C (SIGINT) and SIGTERM stop the experiment (default true); a second one exits at once. */
+  readonly handleSignals?: boolean;
+  /** On Ctrl-C, also cancel the SLURM jobs (by default they keep running, and a rerun follows them). */
+  readonly cancelSlurmOnInterrupt?: boolean;
+  /** A line per job state change; default: printed to stderr. `null`: silent. */
+  readonly log?: ((line: string) => void) | null;
+}
+
+/** A submitted job. */
+export interface JobHandle {
+  readonly identifier: string;
+  readonly jobDir: string;
+  readonly state: JobState;
+  readonly tags: Tags;
+  /** The Learner's result once the job is done (a done job's stored one at once). */
+  result(): Promise<LearnResult>;
+  /** The Learner's models as loaders, usable before it ran: using one makes a dependency. */
+  readonly loaders: PlannedLoaders;
+}
+
+/** What a finished experiment ran. */
+export interface ExperimentSummary {
+  readonly name: string;
+  readonly runId: string;
+  readonly jobs: readonly { readonly identifier: string; readonly jobDir: string; readonly state: JobState; readonly tags: Tags }[];
+}
+
+/** The experiment was stopped (Ctrl-C, SIGTERM, its AbortSignal): local jobs wrote a checkpoint. */
+export class ExperimentInterruptedError extends XpmTorchError {
+  constructor(name: string, readonly unfinished: readonly string[]) {
+    super("ERR_INTERRUPTED", `experiment ${JSON.stringify(name)} was interrupted with ${unfinished.length} job(s) unfinished; run the plan again to go on (interrupted jobs resume from their checkpoints)`);
+  }
+}
+
+/** The plan's view of the experiment: it submits jobs. */
+export class Experiment {
+  private readonly byIdentifier = new Map<string, { entry: ScheduledJob; handle: JobHandle; launcherKey: string; tags: Record<string, string | number | boolean> }>();
+  private readonly backends = new Map<string, Backend>();
+  private readonly pending: ScheduledJob[] = [];
+  private flushing = false;
+  private closed = false;
+
+  /** @internal */
+  constructor(
+    readonly name: string,
+    readonly workspace: string,
+    private readonly defaultLauncher: LauncherConfig,
+    private readonly scheduler: Scheduler,
+    private readonly records: ExperimentRecords,
+  ) {}
+
+  /**
+   * Submits a Learner: returns its handle at once. The same configuration submitted twice is
+   * one job. A job already done is not run again; one in error runs again.
+   * @throws ConfigError for a job that uses the outputs of a task not submitted (and not done),
+   * a cycle, or a second submission with another launcher.
+   */
+  submit(learner: LearnerConfig, options: SubmitOptions = {}): JobHandle {
+    if (this.closed) throw new XpmTorchError("ERR_EXPERIMENT", `experiment ${JSON.stringify(this.name)} is over: submit jobs inside its plan`);
+    if (!Learner.is(learner)) throw new ConfigError("submit", "takes a Learner configuration (Learner.C({...}))");
+    const launcher = options.launcher ?? this.defaultLauncher;
+    const launcherKey = JSON.stringify(launcher);
+    const identifier = identifierOf(learner);
+    const known = this.byIdentifier.get(identifier);
+    if (known) {
+      if (known.launcherKey !== launcherKey) {
+        throw new ConfigError("submit.launcher", `job ${identifier} was already submitted with another launcher (${known.launcherKey}); a job runs in one place`);
+      }
+      Object.assign(known.tags, options.tags ?? {});
+      return known.handle;
+    }
+    const job = jobOf(learner, this.workspace);
+    const dependencies = this.dependencyEntries(learner, job);
+    const backend = this.backendOf(launcher, launcherKey);
+    backend.check(learner, `learner (job ${identifier})`);
+    const tags = { ...(options.tags ?? {}) };
+    const entry = new ScheduledJob(learner, job, backend, dependencies, tags);
+    const previous = readJobStatus(job.dir)?.process;
+    if (previous) entry.record = previous as ScheduledJob["record"];
+    const handle: JobHandle = {
+      identifier,
+      jobDir: job.dir,
+      get state() {
+        return entry.state;
+      },
+      tags,
+      result: () => entry.outcome,
+      loaders: plannedLoaders(learner, job),
+    };
+    this.byIdentifier.set(identifier, { entry, handle, launcherKey, tags });
+    // Seen at once by `xpm-torch jobs` and experimaestro, waiting jobs included.
+    if (!existsSync(job.paramsFile)) prepareJobDirectory(learner, job);
+    this.records.addJob({ identifier, taskId: job.typeId, jobDir: job.dir, tags, dependsOn: dependencies.map((d) => d.job.identifier) });
+    this.enqueue(entry);
+    return handle;
+  }
+
+  private dependencyEntries(learner: LearnerConfig, job: Job): ScheduledJob[] {
+    return dependenciesOf(learner).map((task) => {
+      if (task === learner) throw new ConfigError("submit", `job ${job.identifier} uses its own outputs (a cycle)`);
+      const known = this.byIdentifier.get(identifierOf(task));
+      if (known) return known.entry;
+      if (!Learner.is(task)) throw new ConfigError("submit", `uses an output of a ${configClassOf(task)?.typeId ?? "task"}: only Learners run in experiments`);
+      const taskJob = jobOf(task, this.workspace);
+      // Done by an earlier plan: part of this experiment as it is (it will not run again).
+      if (storedResult(taskJob)) return this.entryOf(this.submit(task as LearnerConfig).identifier);
+      const cycle = cycleThrough(learner);
+      if (cycle) throw new ConfigError("submit", `a cycle of dependencies: ${cycle.map((t) => identifierOf(t).slice(0, 12)).join(" -> ")}`);
+      throw new ConfigError(
+        "submit",
+        `job ${job.identifier} uses the outputs of the Learner ${taskJob.identifier}, which is neither submitted in this experiment nor done in ${this.workspace}: submit it first`,
+      );
+    });
+  }
+
+  private entryOf(identifier: string): ScheduledJob {
+    return this.byIdentifier.get(identifier)!.entry;
+  }
+
+  private backendOf(launcher: LauncherConfig, key: string): Backend {
+    let backend = this.backends.get(key);
+    if (!backend) {
+      if (LocalLauncher.is(launcher)) backend = new LocalBackend(launcher as ConfigOf<typeof LocalLauncher>);
+      else if (SlurmLauncher.is(launcher)) backend = new SlurmBackend(launcher as ConfigOf<typeof SlurmLauncher>);
+      else throw new ConfigError("launcher", "expected a LocalLauncher or a SlurmLauncher configuration");
+      this.backends.set(key, backend);
+    }
+    return backend;
+  }
+
+  /** Jobs start once the plan's synchronous part is over, so that a refusal comes before any. */
+  private enqueue(entry: ScheduledJob): void {
+    this.pending.push(entry);
+    if (this.flushing) return;
+    this.flushing = true;
+    setImmediate(() => {
+      this.flushing = false;
+      if (this.closed) return;
+      for (const next of this.pending.splice(0)) void this.scheduler.add(next);
+    });
+  }
+
+  /** @internal No more jobs; those not yet handed to the scheduler never start. */
+  close(): void {
+    this.closed = true;
+    for (const entry of this.pending.splice(0)) entry.fail(notStarted(this.name));
+  }
+
+  /** @internal */
+  get entries(): ScheduledJob[] {
+    return [...this.byIdentifier.values()].map((v) => v.entry);
+  }
+
+  /** @internal Whether jobs are still waiting to be handed to the scheduler. */
+  get hasPending(): boolean {
+    return this.pending.length > 0 || this.flushing;
+  }
+}
+
+function notStarted(name: string): XpmTorchError {
+  return new XpmTorchError("ERR_INTERRUPTED", `experiment ${JSON.stringify(name)} stopped before this job started`);
+}
+
+function failureReason(state: JobState): "dependency" | "failed" | undefined {
+  return state === "dependency failed" ? "dependency" : state === "error" ? "failed" : undefined;
+}
+
+/**
+ * Runs a plan: `plan(xp)` submits jobs with `xp.submit(learner, { tags })` and may await their
+ * results. Resolves once every submitted job has ended.
+ * @throws ExperimentError when jobs ended in error (each job's JobFailedError in `failures`),
+ * ExperimentInterruptedError when stopped, or what the plan itself threw.
+ */
+export async function experiment(
+  name: string,
+  plan: (xp: Experiment) => Promise<void> | void,
+  options: ExperimentOptions = {},
+): Promise<ExperimentSummary> {
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(name)) {
+    throw new ConfigError("experiment", `${JSON.stringify(name)} cannot name an experiment: letters, digits, ".", "_" and "-", not starting with "." or "-"`);
+  }
+  const workspace = options.workspace ?? defaultWorkspace();
+  const log = options.log === undefined ? (line: string) => console.error(line) : options.log;
+  markWorkspace(workspace);
+  const records = ExperimentRecords.open(workspace, name);
+  const scheduler = new Scheduler({
+    imports: (options.imports ?? []).map((file) => resolve(file)),
+    onState: (entry, state, detail) => {
+      const failure = failureReason(state);
+      const xpmState = state === "dependency failed" ? "error" : state;
+      records.jobState(entry.job.identifier, xpmState, failure);
+      writeJobStatus(
+        { jobDir: entry.job.dir, identifier: entry.job.identifier, taskId: entry.job.typeId },
+        { state: xpmState, failureReason: failure ?? null, process: (detail.record as Record<string, unknown> | undefined) ?? null, ...(detail.exit ? { exitCode: detail.exit.code } : {}) },
+      );
+      const tags = Object.entries(entry.tags).map(([k, v]) => `${k}=${v}`).join(" ");
+      log?.(`xpm-torch ${name}: ${entry.job.identifier.slice(0, 12)} ${tags ? `[${tags}] ` : ""}${state}${detail.failure ? `: ${detail.failure.split("\n")[0]}` : ""}`);
+    },
+  });
+  const xp = new Experiment(name, workspace, options.launcher ?? LocalLauncher.C({}), scheduler, records);
+  let interrupted = false;
+  const stopHandlers = interruptions(
+    () => {
+      interrupted = true;
+      xp.close();
+      void scheduler.stop("interrupt", (j) => j.record?.type === "local" || options.cancelSlurmOnInterrupt === true);
+    },
+    options,
+    "stopping the experiment: its local jobs finish their step and write a checkpoint",
+  );
+  try {
+    try {
+      await plan(xp);
+    } catch (error) {
+      xp.close();
+      await scheduler.stop("interrupt", () => false);
+      throw error;
+    }
+    while (xp.hasPending) await new Promise((wake) => setImmediate(wake));
+    await scheduler.whenIdle();
+  } finally {
+    stopHandlers();
+    xp.close();
+  }
+  const entries = xp.entries;
+  const failures = entries.flatMap((e) => (e.state === "error" || e.state === "dependency failed" ? [e] : []));
+  records.finish(failures.length === 0 && !interrupted ? "done" : "failed");
+  if (interrupted) throw new ExperimentInterruptedError(name, entries.filter((e) => e.state !== "done").map((e) => e.job.dir));
+  if (failures.length > 0) {
+    const errors = await Promise.all(failures.map((f) => f.outcome.then(() => undefined, (e: unknown) => e as JobFailedError)));
+    throw new ExperimentError(name, errors.filter((e): e is JobFailedError => e instanceof JobFailedError));
+  }
+  return {
+    name,
+    runId: records.runId,
+    jobs: entries.map((e) => ({ identifier: e.job.identifier, jobDir: e.job.dir, state: e.state, tags: { ...e.tags } })),
+  };
+}

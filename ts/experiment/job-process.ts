@@ -1,0 +1,58 @@
+// How a job process is started, and what it left behind when it ended.
+import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import { createRequire } from "node:module";
+import { join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+import type { Job } from "../workspace/job.js";
+import type { ProcessRecord } from "./backend.js";
+
+/** The job's standard output and error files (experimaestro's names). */
+export function outputFiles(job: Job): { stdout: string; stderr: string } {
+  return { stdout: join(job.dir, `${job.name}.out`), stderr: join(job.dir, `${job.name}.err`) };
+}
+
+/**
+ * The command that runs a job: `xpm-torch learn <job dir>/params.json`, by this same copy of
+ * xpm-torch and this Node. From the TypeScript sources (tests, a development checkout), through
+ * tsx. `imports` are modules that define the plan's own classes (listeners, hooks written in
+ * TypeScript), loaded before params.json is read.
+ */
+export function jobCommand(job: Job, imports: readonly string[] = []): string[] {
+  const here = fileURLToPath(import.meta.url);
+  const fromSources = here.endsWith(".ts");
+  const cli = fileURLToPath(new URL(fromSources ? "../cli.ts" : "../cli.js", import.meta.url));
+  const loader = fromSources ? ["--import", pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href] : [];
+  const importArgs = imports.flatMap((file) => ["--import", file]);
+  return [process.execPath, ...loader, cli, "learn", job.paramsFile, "--workspace", job.workspace, ...importArgs];
+}
+
+/** The last `lines` lines of a file (empty when there is none). */
+export function tailOf(file: string, lines = 20): string {
+  if (!existsSync(file)) return "";
+  const text = readFileSync(file, "utf8").trimEnd();
+  return text.split("\n").slice(-lines).join("\n");
+}
+
+/** What the job's own process recorded when it failed (`learner.failed`), if it did. */
+export function recordedFailure(job: Job): string | undefined {
+  if (!existsSync(job.failedFile)) return undefined;
+  try {
+    const info = JSON.parse(readFileSync(job.failedFile, "utf8")) as { message?: unknown };
+    return typeof info.message === "string" ? info.message : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Forgets an earlier attempt's failure before a new one starts. */
+export function clearFailure(job: Job): void {
+  rmSync(job.failedFile, { force: true });
+}
+
+/** Appends a started process to the job's launch log (`.experimaestro/launches.jsonl`). */
+export function recordLaunch(job: Job, record: ProcessRecord): void {
+  const dir = join(job.dir, ".experimaestro");
+  mkdirSync(dir, { recursive: true });
+  appendFileSync(join(dir, "launches.jsonl"), `${JSON.stringify({ time: new Date().toISOString(), process: record })}\n`);
+}
