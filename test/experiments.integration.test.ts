@@ -19,7 +19,9 @@ import {
   experiment,
   identifierOf,
 } from "../ts/index.js";
+import { runCli } from "../ts/cli/main.js";
 import { plannedLoaders } from "../ts/experiment/outputs.js";
+import { listJobs } from "../ts/report/job.js";
 import { jobOf } from "../ts/workspace/job.js";
 import { finetuneFrom, launchesOf, smallLearner } from "./helpers/experiments.js";
 import { packageIndexUrl } from "./helpers/cli.js";
@@ -60,6 +62,14 @@ describe("experiment() with the LocalLauncher", () => {
     expect(statSync(join(handles.stage2.jobDir, "params.json")).mtimeMs).toBeGreaterThanOrEqual(statSync(join(a!.jobDir, "learner.done")).mtimeMs);
     expect(second.epochs).toHaveLength(1);
     expect(b!.identifier).not.toBe(a!.identifier);
+
+    // `xpm-torch jobs` shows the experiment and tags, and filters by them.
+    const listed = await cli(["jobs", workspace, "--tag", "lr=0.01"]);
+    expect(listed.code).toBe(0);
+    expect(listed.out).toHaveLength(3); // the workspace, the header, the job
+    expect(listed.out[2]).toMatch(new RegExp(`${a!.identifier.slice(0, 12)}\\s+done\\s+2\\s.*sweep\\s+lr=0\\.01`));
+    expect((await cli(["jobs", workspace, "--state", "done", "--experiment", "sweep"])).out).toHaveLength(5);
+    expect((await cli(["jobs", workspace, "--state", "running"])).out.join("\n")).toMatch(/no jobs .* that pass the filters/);
 
     // Again: nothing runs, the stored results come back.
     const again = await experiment("sweep", async (xp) => {
@@ -121,33 +131,52 @@ describe("experiment() with the LocalLauncher", () => {
     const workspace = freshWorkspace();
     const planFile = join(workspace, "plan.mts");
     writeFileSync(planFile, planModule(workspace));
-    const start = () => spawn(process.execPath, ["--import", "tsx", planFile], { cwd: repoRoot, env: userEnv(), stdio: ["ignore", "pipe", "pipe"] });
-    const first = start();
-    let err = "";
-    first.stderr!.on("data", (d: Buffer) => (err += d.toString()));
-    // Killed as soon as the second job runs: the first may be done or running.
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`the plan never started two jobs:\n${err}`)), 100_000);
-      first.stderr!.on("data", () => {
-        if ((err.match(/ running/g) ?? []).length >= 2) {
-          clearTimeout(timer);
-          resolve();
-        }
-      });
-    });
-    first.kill("SIGKILL");
-    const second = start();
-    let out = "";
-    second.stdout!.on("data", (d: Buffer) => (out += d.toString()));
-    second.stderr!.on("data", (d: Buffer) => (err += d.toString()));
-    const code = await new Promise<number | null>((resolve) => second.once("exit", resolve));
-    expect(code, err).toBe(0);
-    const dirs = JSON.parse(out.trim().split("\n").pop()!) as string[];
+    const first = startPlan(planFile);
+    // Killed as soon as two jobs run: none has ended yet, or one has.
+    await first.waitFor(/ running/, 2);
+    first.child.kill("SIGKILL");
+    await first.exit;
+    const second = await startPlan(planFile).exit;
+    expect(second.code, second.stderr).toBe(0);
+    const dirs = JSON.parse(second.stdout.trim().split("\n").pop()!) as string[];
     expect(dirs).toHaveLength(4);
     for (const dir of dirs) {
       expect(existsSync(join(dir, "learner.done"))).toBe(true);
       expect(launchesOf(dir), dir).toHaveLength(1);
     }
+  });
+
+  it("stops a job with `jobs kill` and on Ctrl-C; running the plan again resumes it from its checkpoint", async () => {
+    const workspace = freshWorkspace();
+    const planFile = join(workspace, "plan.mts");
+    writeFileSync(planFile, planModule(workspace, "long", "[5e-3].map((lr) => xp.submit(smallLearner(lr, 0, 2, 4000), { tags: { lr } }))"));
+    const killedBy = async (stop: (child: ReturnType<typeof startPlan>) => Promise<void>) => {
+      const plan = startPlan(planFile);
+      await plan.waitFor(/ running/);
+      // A checkpoint is written on the way out; give the job a moment past its start.
+      await new Promise((wake) => setTimeout(wake, 3000));
+      await stop(plan);
+      return plan.exit;
+    };
+    const killed = await killedBy(async () => {
+      const job = listJobs(workspace).find((j) => j.state === "running")!;
+      const r = await cli(["jobs", "kill", job.identifier.slice(0, 10), "--workspace", workspace]);
+      expect(r.out.join("\n")).toMatch(/sent SIGTERM to process \d+/);
+    });
+    expect(killed.code).toBe(1);
+    expect(killed.stderr).toMatch(/ExperimentError|did not finish/);
+    const job = listJobs(workspace)[0]!;
+    expect(job.state).toBe("interrupted");
+    const interrupted = await killedBy(async (plan) => void plan.child.kill("SIGINT"));
+    expect(interrupted.stderr).toMatch(/stopping the experiment/);
+    expect(interrupted.code).not.toBe(0);
+    // The third run finishes it from where the second stopped, a third launch in all.
+    const last = startPlan(planFile);
+    const end = await last.exit;
+    expect(end.code, end.stderr).toBe(0);
+    expect(launchesOf(job.dir)).toHaveLength(3);
+    const result = JSON.parse(readFileSync(join(job.dir, ".experimaestro", "result.json"), "utf8")) as { resumed_from: string | null };
+    expect(result.resumed_from).toMatch(/checkpoints/);
   });
 
   it("refuses launchers' bad values with the parameter's name", () => {
@@ -158,14 +187,47 @@ describe("experiment() with the LocalLauncher", () => {
   });
 });
 
-function planModule(workspace: string): string {
+function planModule(workspace: string, name = "killed", submits = DEFAULT_SUBMITS): string {
   return `import { LocalLauncher, experiment } from ${JSON.stringify(packageIndexUrl)};
 import { finetuneFrom, smallLearner } from ${JSON.stringify(join(repoRoot, "test", "helpers", "experiments.ts"))};
 
-const summary = await experiment("killed", (xp) => {
-  const runs = [1e-2, 2e-2, 3e-2].map((lr) => xp.submit(smallLearner(lr, 0, 3, 40), { tags: { lr } }));
-  xp.submit(finetuneFrom(runs[0].loaders.best("val", "ndcg@10")));
+const summary = await experiment(${JSON.stringify(name)}, (xp) => {
+  ${submits};
 }, { workspace: ${JSON.stringify(workspace)}, launcher: LocalLauncher.C({ max_jobs: 2 }) });
 console.log(JSON.stringify(summary.jobs.map((j) => j.jobDir)));
 `;
+}
+
+const DEFAULT_SUBMITS = `const runs = [1e-2, 2e-2, 3e-2].map((lr) => xp.submit(smallLearner(lr, 0, 3, 40), { tags: { lr } }));
+  xp.submit(finetuneFrom(runs[0].loaders.best("val", "ndcg@10")))`;
+
+/** A plan module run as its own process, with its output kept. */
+function startPlan(file: string) {
+  const child = spawn(process.execPath, ["--import", "tsx", file], { cwd: repoRoot, env: userEnv(), stdio: ["ignore", "pipe", "pipe"] });
+  let stdout = "";
+  let stderr = "";
+  child.stdout!.on("data", (d: Buffer) => (stdout += d.toString()));
+  child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
+  const exit = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => child.once("exit", (code) => resolve({ code, stdout, stderr })));
+  const waitFor = (pattern: RegExp, count = 1) =>
+    new Promise<void>((resolve, reject) => {
+      const timer = setInterval(() => {
+        if ((stderr.match(new RegExp(pattern, "g")) ?? []).length >= count) {
+          clearInterval(timer);
+          resolve();
+        }
+      }, 50);
+      void exit.then(() => {
+        clearInterval(timer);
+        reject(new Error(`the plan ended before ${String(pattern)}:\n${stderr}`));
+      });
+    });
+  return { child, exit, waitFor };
+}
+
+async function cli(args: string[]) {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await runCli(args, { out: (l) => out.push(l), err: (l) => err.push(l) });
+  return { code, out, err };
 }

@@ -1,11 +1,16 @@
 import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
 import { hostname } from "node:os";
-import { basename, dirname, join } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 
+import { type ReadJobStatus, listExperiments, readJobStatus } from "../experiment/xpm-records.js";
 import { processAlive } from "../workspace/job.js";
 
-/** Where a job stands. */
-export type JobState = "done" | "running" | "failed" | "interrupted" | "incomplete";
+/**
+ * Where a job stands: from its own files (done, running, failed, interrupted, incomplete), or, for
+ * a job of an experiment not yet run, from its scheduler (waiting, ready, scheduled, dependency
+ * failed).
+ */
+export type JobState = "done" | "running" | "failed" | "interrupted" | "incomplete" | "waiting" | "ready" | "scheduled" | "dependency failed";
 
 /** A listener's best value of one metric, as stored in the job's result. */
 export interface BestValue {
@@ -33,6 +38,12 @@ export interface JobInfo {
   readonly learnedModel: string | null;
   /** Last change of the job directory's markers. */
   readonly modified: Date;
+  /** The experiments that submitted it (their current runs). */
+  readonly experiments: readonly string[];
+  /** Its tags in those experiments. */
+  readonly tags: Readonly<Record<string, unknown>>;
+  /** Who runs it, as its scheduler recorded: `{ type: "local", pid, host }` or `{ type: "slurm", id }`. */
+  readonly process: Readonly<Record<string, unknown>> | null;
 }
 
 interface StoredResultFile {
@@ -99,9 +110,11 @@ export function readJob(dir: string): JobInfo {
   const done = existsSync(marker("done")) && result !== undefined;
   const lock = readJson<{ pid?: number; host?: string }>(marker("lock"));
   const failed = readJson<{ code?: string; message?: string }>(marker("failed"));
+  const scheduled = readJobStatus(dir);
   let state: JobState;
   if (done) state = "done";
   else if (existsSync(marker("lock")) && (lock?.host !== hostname() || (typeof lock.pid === "number" && processAlive(lock.pid)))) state = "running";
+  else if (scheduled && schedulerSays(scheduled)) state = schedulerSays(scheduled)!;
   else if (failed) state = failed.code === "ERR_INTERRUPTED" ? "interrupted" : "failed";
   else state = "incomplete";
   const { best, other } = bestValues(done ? (result.listeners ?? {}) : {});
@@ -121,21 +134,52 @@ export function readJob(dir: string): JobInfo {
     stopped: done ? (result.stopped ?? null) : null,
     learnedModel: done ? (result.learned_model ?? null) : null,
     modified,
+    experiments: [],
+    tags: {},
+    process: state === "done" ? null : (scheduled?.process ?? null),
   };
 }
 
-/** Every job of a workspace, newest first. */
+/** What the scheduler's record says of a job whose own files say nothing yet. */
+function schedulerSays(status: ReadJobStatus): JobState | undefined {
+  if (status.state === "waiting" || status.state === "ready") return status.state;
+  if (status.state === "error" && status.failureReason === "dependency") return "dependency failed";
+  const local = status.process?.type === "local" ? status.process : undefined;
+  // Queued in SLURM, or started here and not yet holding its lock.
+  if (status.state === "scheduled" || status.state === "running") {
+    if (!local) return status.state === "scheduled" && status.process ? "scheduled" : undefined;
+    return local.host === hostname() && typeof local.pid === "number" && processAlive(local.pid) ? "running" : undefined;
+  }
+  return undefined;
+}
+
+/** Every job of a workspace, newest first, with the experiments that submitted it and its tags. */
 export function listJobs(workspace: string): JobInfo[] {
+  const submitted = new Map<string, { experiments: string[]; tags: Record<string, unknown> }>();
+  for (const run of listExperiments(workspace)) {
+    for (const job of run.jobs) {
+      const entry = submitted.get(job.jobDir) ?? { experiments: [], tags: {} };
+      entry.experiments.push(run.name);
+      Object.assign(entry.tags, job.tags);
+      submitted.set(job.jobDir, entry);
+    }
+  }
+  return jobDirs(resolve(workspace))
+    .map((dir) => ({ ...readJob(dir), ...submitted.get(dir) }))
+    .sort((a, b) => b.modified.getTime() - a.modified.getTime());
+}
+
+function jobDirs(workspace: string): string[] {
   const root = join(workspace, "jobs");
   if (!existsSync(root)) return [];
-  const jobs: JobInfo[] = [];
+  const dirs: string[] = [];
   for (const typeId of readdirSync(root)) {
     const typeDir = join(root, typeId);
     if (!statSync(typeDir).isDirectory()) continue;
     for (const id of readdirSync(typeDir)) {
       const dir = join(typeDir, id);
-      if (isJobDir(dir)) jobs.push(readJob(dir));
+      if (isJobDir(dir)) dirs.push(dir);
     }
   }
-  return jobs.sort((a, b) => b.modified.getTime() - a.modified.getTime());
+  return dirs;
 }

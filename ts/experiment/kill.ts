@@ -1,0 +1,42 @@
+// `xpm-torch jobs kill`: stops one job, wherever it runs.
+import { readFileSync } from "node:fs";
+import { hostname } from "node:os";
+import { join } from "node:path";
+
+import { XpmTorchError } from "../errors.js";
+import type { JobInfo } from "../report/job.js";
+import { cancelJob } from "./slurm.js";
+
+/**
+ * Stops the job whose identifier starts with `prefix`: SIGTERM to its process on this host (it
+ * writes a checkpoint first), `scancel` for a SLURM job. Resolves to what was done.
+ * @throws XpmTorchError when no job or several match, or the job runs nowhere this host can reach.
+ */
+export async function killJob(jobs: readonly JobInfo[], prefix: string): Promise<string> {
+  const matches = jobs.filter((j) => j.identifier.startsWith(prefix));
+  if (matches.length === 0) throw new XpmTorchError("ERR_NO_JOB", `no job's identifier starts with ${JSON.stringify(prefix)}`);
+  if (matches.length > 1) throw new XpmTorchError("ERR_NO_JOB", `${matches.length} jobs start with ${JSON.stringify(prefix)}: give more of the identifier`);
+  const job = matches[0]!;
+  const record = job.process;
+  if (record?.type === "slurm" && typeof record.id === "string") {
+    await cancelJob(record.id);
+    return `cancelled SLURM job ${record.id} (${job.dir})`;
+  }
+  const pid = record?.type === "local" && record.host === hostname() && typeof record.pid === "number" ? record.pid : lockHolderHere(job);
+  if (job.state !== "running" || pid === undefined) {
+    throw new XpmTorchError("ERR_NO_JOB", `job ${job.dir} is ${job.state}${record?.type === "local" && record.host !== hostname() ? ` on ${String(record.host)}` : ""}: nothing to stop here`);
+  }
+  process.kill(pid, "SIGTERM");
+  return `sent SIGTERM to process ${pid} (${job.dir}): it writes a checkpoint and stops; running the job again resumes it`;
+}
+
+/** The pid in the job's lock, for a job run by `learn()` outside any experiment. */
+function lockHolderHere(job: JobInfo): number | undefined {
+  const name = job.typeId.slice(job.typeId.lastIndexOf(".") + 1);
+  try {
+    const lock = JSON.parse(readFileSync(join(job.dir, `${name}.lock`), "utf8")) as { pid?: unknown; host?: unknown };
+    return lock.host === hostname() && typeof lock.pid === "number" ? lock.pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
