@@ -468,6 +468,18 @@ describe.skipIf(unavailable !== undefined)("on a real one-node SLURM cluster", (
     expect(stderr).toMatch(/\(restart 0\) starts[\s\S]*SIGUSR1[\s\S]*exit status 3\); requeueing[\s\S]*\(restart 1\) starts/);
   });
 
+  it("the time limit's --signal (1 minute, signalSeconds 55) leads to the same checkpoint and requeue", async () => {
+    const work = mkdtempSync(join(dir, "timelimit-"));
+    const { id } = await submit({ time: "1" }, { command: [process.execPath, "-e", RUN, work], signalSeconds: 55 });
+    await waitForFile(join(work, "pid.0"), 20_000, `SLURM job ${id}`);
+    const t0 = Date.now();
+    // slurmctld checks time limits every 30 s or so: USR1 comes 5 to about 35 s after the start.
+    await waitForFile(join(work, "done.0"), 50_000, `the checkpoint of SLURM job ${id} (USR1 from --signal)`);
+    console.log(`--signal=B:USR1@55 of a 1-minute job came ${((Date.now() - t0) / 1000).toFixed(1)} s after its start`);
+    expect(await follow(id, final, 30_000)).toMatchObject({ state: "completed", exitCode: 0, restarts: 1 });
+    expect(readFileSync(join(work, "log.0"), "utf8")).toBe("started restart=none\nTERM 1\ncheckpoint\nresumed\n");
+  });
+
   it("USR1 with two tasks (srun): every rank gets SIGTERM once, then the job is requeued", async () => {
     const work = mkdtempSync(join(dir, "ranks-"));
     const { id } = await submit({}, { command: [process.execPath, "-e", RUN, work], tasksPerNode: 2 });
