@@ -315,21 +315,43 @@ async function solo(xpJobs) {
   return runs;
 }
 
-/** What starting a job's process is made of: Node alone, then Node loading the package. */
+/**
+ * What starting a job's process is made of, timed inside a probe process that does what the job
+ * process does before its first step, in that order: Node starts, the CLI's modules load (the
+ * configuration classes, params.json reading, learn()), then the addon and libtorch (loadNative,
+ * which the job does lazily, in its first train() call: after its `running` record). Node's
+ * performance.timeOrigin marks the process's start.
+ */
 async function processParts() {
   const env = { ...process.env, OMP_NUM_THREADS: String(THREADS_PER_JOB) };
   const dir = freshDir("parts");
-  const time = async (argv) => {
-    const ms = [];
-    for (let i = 0; i < REPEATS; i++) {
-      const t = await spawnTimed(argv, env, dir, "part");
-      ms.push(t.exited - t.spawned);
-    }
-    return ms;
-  };
-  const node = await time([process.execPath, "-e", "0"]);
-  const pkg = await time([process.execPath, "--input-type=module", "-e", `await import(${JSON.stringify(indexUrl)})`]);
-  return { node_ms: node, node_and_package_ms: pkg };
+  const dist = (file) => pathToFileURL(join(here, "..", "dist", file)).href;
+  const probe = [
+    "const t0 = performance.now();",
+    `for (const m of ${JSON.stringify(["cli/main.js", "cli/load-config.js", "learn.js"].map(dist))}) await import(m);`,
+    "const t1 = performance.now();",
+    `(await import(${JSON.stringify(dist("native.js"))})).loadNative();`,
+    "const t2 = performance.now();",
+    "console.log(JSON.stringify({ origin: performance.timeOrigin, t0, t1, t2 }));",
+  ].join("\n");
+  const bare = [];
+  const probes = [];
+  for (let i = 0; i < REPEATS; i++) {
+    const t = await spawnTimed([process.execPath, "-e", "0"], env, dir, "bare");
+    bare.push(t.exited - t.spawned);
+    const p = await spawnTimed([process.execPath, "--input-type=module", "-e", probe], env, dir, "probe");
+    const r = JSON.parse(readFileSync(join(dir, "probe.out"), "utf8"));
+    probes.push({
+      to_time_origin: r.origin - p.spawned,
+      node_bootstrap: r.t0,
+      cli_modules: r.t1 - r.t0,
+      addon_and_libtorch: r.t2 - r.t1,
+      exit: p.exited - (r.origin + r.t2),
+      total: p.exited - p.spawned,
+    });
+  }
+  const medians = Object.fromEntries(Object.keys(probes[0]).map((k) => [k, median(probes.map((p) => p[k]))]));
+  return { node_bare_ms: bare, probe_ms: probes, probe_median_ms: medians };
 }
 
 // --- Run ----------------------------------------------------------------------------------------
@@ -424,7 +446,8 @@ md.push("|---|---|---|---|");
 for (const [label, a, b, c] of stages) md.push(`| ${label} | ${fmt(a)} | ${fmt(b)} | ${fmt(c)} |`);
 md.push("");
 md.push(`Scheduler overhead per job (median, could-start → first step, less the process alone's spawn → first step of ${fmt(soloStartup)} ms): **${fmt(overhead.start_overhead_ms_median)} ms** over all ${xpMode.jobs.length} jobs, ${fmt(overhead.start_overhead_ms_median_queued)} ms over the ${queued.length} that waited for a place; of which the plan's own work (→ spawn) ${fmt(overhead.in_plan_ms_median)} ms. At the end: result stored → the scheduler's \`done\` ${fmt(overhead.end_ms_median)} ms (alone: → exit ${fmt(overhead.end_alone_ms_median)} ms).`);
-md.push(`Node alone: ${fmt(median(parts.node_ms))} ms; Node importing the package (addon + libtorch): ${fmt(median(parts.node_and_package_ms))} ms (spawn → exit, medians of ${REPEATS}).`);
+const pm = parts.probe_median_ms;
+md.push(`A job process's start, in a probe doing the same (medians of ${REPEATS}, ms): spawn → Node's time origin ${fmt(pm.to_time_origin)}, Node's bootstrap ${fmt(pm.node_bootstrap)}, the CLI's JavaScript modules ${fmt(pm.cli_modules)}, the addon and libtorch (loadNative) ${fmt(pm.addon_and_libtorch)}, exit ${fmt(pm.exit)}; \`node -e 0\` spawn → exit ${fmt(median(parts.node_bare_ms))}.`);
 md.push("");
 md.push("| final losses: experiment against | jobs bit-equal | max relative difference, loss | max relative difference, held-out accuracy |");
 md.push("|---|---|---|---|");

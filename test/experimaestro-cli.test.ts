@@ -1,5 +1,5 @@
-// experimaestro 2.7.0's own commands list what ts/experiment/xpm-records.ts writes
-// (scripts/check-experimaestro.sh, which makes its Python environment when missing).
+// experimaestro 2.7.0's own commands list what ts/experiment/xpm-records.ts writes, and a real
+// experiment of ours (scripts/check-experimaestro.sh, which makes its Python environment when missing).
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
@@ -7,7 +7,9 @@ import { join } from "node:path";
 
 import { describe, expect, it } from "vitest";
 
+import { ExperimentError, HingeLoss, Learner, LetorDataset, LossTrainer, PairwiseSampler, experiment } from "../ts/index.js";
 import { ExperimentRecords, readJobStatus, writeJobStatus } from "../ts/experiment/xpm-records.js";
+import { finetuneFrom, smallLearner } from "./helpers/experiments.js";
 import { repoRoot } from "./helpers/node.js";
 
 const script = join(repoRoot, "scripts", "check-experimaestro.sh");
@@ -76,5 +78,25 @@ describe("experimaestro 2.7.0 reads our records", () => {
     expect(existsSync(join(d.jobDir, "learner.pid"))).toBe(true);
     xp.jobState(D, "done");
     xp.finish("done");
+  });
+
+  it.skipIf(reason !== undefined)("lists a real experiment of ours: done, error and dependency failed jobs with their tags", async () => {
+    const ws = mkdtempSync(join(tmpdir(), "xpm-experimaestro-real-"));
+    const broken = Learner.C({
+      ...smallLearner(1e-2),
+      trainer: LossTrainer.C({ sampler: PairwiseSampler.C({ dataset: LetorDataset.C({ id: "none", path: join(ws, "none.txt") }) }), batch_size: 8, hooks: [HingeLoss.C({ margin: 1 })] }),
+    });
+    const ids: string[] = [];
+    await experiment("real", (xp) => {
+      ids.push(xp.submit(smallLearner(1e-2, 0, 1, 10), { tags: { model: "mlp" } }).identifier);
+      const failing = xp.submit(broken, { tags: { model: "broken" } });
+      ids.push(failing.identifier, xp.submit(finetuneFrom(failing.loaders.learned), { tags: { model: "second" } }).identifier);
+    }, { workspace: ws, log: null, handleSignals: false }).catch((e: unknown) => expect(e).toBeInstanceOf(ExperimentError));
+    const [done, failed, dependent] = ids.map((id) => id.slice(0, 8));
+    const check = spawnSync("bash", [script, ws, "real", "3", `${done}=DONE,model=mlp`, `${failed}=FAIL:FAILED,model=broken`, `${dependent}=FAIL:DEPENDENCY,model=second`], {
+      encoding: "utf8",
+      timeout: 110_000,
+    });
+    expect(check.status, `${check.stdout}\n${check.stderr}`).toBe(0);
   });
 });

@@ -231,6 +231,19 @@ describe("sbatchScript", () => {
     expect(readFileSync(join(dir, "scontrol.log"), "utf8")).toBe("requeue 77\n");
   });
 
+  it("on USR2 (cancelJob with TERM) sends SIGTERM once to the run and ends with it, without requeue", async () => {
+    const dir = mkdtempSync(join(scratch, "usr2-"));
+    const bin = fakeBin({ scontrol: `echo "$@" >> ${shellQuote(join(dir, "scontrol.log"))}` });
+    const s = spec({ command: [process.execPath, "-e", RUN, dir] }, dir);
+    writeFileSync(s.scriptFile, sbatchScript({}, s));
+    const child = spawn("bash", [s.scriptFile], { cwd: dir, env: withPath(bin, { SLURM_JOB_ID: "76" }), stdio: "ignore" });
+    await waitForFile(join(dir, "pid.0"), 15_000, "the run");
+    child.kill("SIGUSR2");
+    expect(await exited(child, 15_000)).toBe(3);
+    expect(readFileSync(join(dir, "log.0"), "utf8")).toBe("started restart=none\nTERM 1\ncheckpoint\n");
+    expect(existsSync(join(dir, "scontrol.log"))).toBe(false);
+  });
+
   it("on SIGTERM to all its processes (scancel, time limit) waits for the run without signalling it again, and does not requeue", async () => {
     const dir = mkdtempSync(join(scratch, "term-"));
     const bin = fakeBin({ scontrol: `echo "$@" >> ${shellQuote(join(dir, "scontrol.log"))}` });
@@ -361,8 +374,10 @@ describe("running the SLURM commands", () => {
     const dir = mkdtempSync(join(scratch, "cancel-"));
     const bin = fakeBin({ scancel: `echo "$@" >> ${shellQuote(join(dir, "calls"))}` });
     await cancelJob("12", withPath(bin));
-    await cancelJob("12", withPath(bin), "USR1");
-    expect(readFileSync(join(dir, "calls"), "utf8")).toBe("12\n--batch --signal=USR1 12\n");
+    await cancelJob("12", withPath(bin), "SIGUSR1");
+    await cancelJob("12", withPath(bin), "TERM");
+    expect(readFileSync(join(dir, "calls"), "utf8")).toBe("12\n--batch --signal=USR1 12\n--batch --signal=USR2 12\n");
+    await expect(cancelJob("12", withPath(bin), "TERM; rm")).rejects.toThrow(/not a signal name/);
     await expect(cancelJob("-u", withPath(bin))).rejects.toThrow(SlurmError);
   });
 });
@@ -446,6 +461,15 @@ describe.skipIf(unavailable !== undefined)("on a real one-node SLURM cluster", (
     expect(await follow(id, final, 20_000)).toMatchObject({ state: "cancelled" });
     expect(readFileSync(join(dir, "cancelled.txt"), "utf8")).toBe("term\n");
     await cancelJob(id, cluster.env); // ended already: no error
+  });
+
+  it("cancelJob with TERM: the run gets SIGTERM once, checkpoints and the job ends with its status, not requeued", async () => {
+    const work = mkdtempSync(join(dir, "interrupt-"));
+    const { id } = await submit({}, { command: [process.execPath, "-e", RUN, work] });
+    await waitForFile(join(work, "pid.0"), 20_000, `SLURM job ${id}`);
+    await cancelJob(id, cluster.env, "TERM");
+    expect(await follow(id, final, 20_000)).toMatchObject({ state: "failed", exitCode: 3, restarts: 0 });
+    expect(readFileSync(join(work, "log.0"), "utf8")).toBe("started restart=none\nTERM 1\ncheckpoint\n");
   });
 
   it("an sbatch refusal gives a SlurmError with SLURM's message", async () => {

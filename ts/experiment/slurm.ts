@@ -170,7 +170,8 @@ const positiveInteger = (what: string, value: number): number => {
  * more than one task), and on SIGUSR1 — `signalSeconds` before the time limit, or a preemption
  * notice — sends SIGTERM once to the run (which writes a checkpoint and exits), waits for it and
  * requeues the job, which then resumes from that checkpoint. The run must exit non-zero when it
- * stopped before the end: a run that finished meanwhile is not requeued.
+ * stopped before the end: a run that finished meanwhile is not requeued. SIGUSR2 stops the run
+ * the same way without requeue; SIGTERM (sent by SLURM to every process of the job) only waits.
  */
 export function sbatchScript(options: SlurmOptions, spec: SlurmJobSpec): string {
   const nodes = positiveInteger("nodes", spec.nodes);
@@ -220,6 +221,7 @@ export function sbatchScript(options: SlurmOptions, spec: SlurmJobSpec): string 
     "xpm_child=",
     "xpm_stopped=0",
     "xpm_requeue=0",
+    "xpm_interrupt=0",
     "xpm_stop() {",
     '  [ "$xpm_stopped" = 1 ] && return',
     "  xpm_stopped=1",
@@ -232,18 +234,25 @@ export function sbatchScript(options: SlurmOptions, spec: SlurmJobSpec): string 
     "  xpm_requeue=1",
     '  [ -n "$xpm_child" ] && xpm_stop',
     "}",
+    "# SIGUSR2 (cancelJob with TERM): the run stops after a checkpoint; no requeue.",
+    "xpm_on_usr2() {",
+    '  echo "xpm-torch: SIGUSR2: asking the run to write a checkpoint and stop" >&2',
+    "  xpm_interrupt=1",
+    '  [ -n "$xpm_child" ] && xpm_stop',
+    "}",
     "# SIGTERM (scancel, time limit, preemption) reaches the run itself from SLURM: wait for it.",
     "xpm_on_term() { xpm_stopped=1; }",
     "trap xpm_on_usr1 USR1",
+    "trap xpm_on_usr2 USR2",
     "trap xpm_on_term TERM",
     'echo "xpm-torch: SLURM job $SLURM_JOB_ID (restart ${SLURM_RESTART_COUNT:-0}) starts on $(hostname) at $(date \'+%F %T\')" >&2',
     `${several ? `${srun.join(" ")} ` : ""}${command} &`,
     "xpm_child=$!",
-    '[ "$xpm_requeue" = 1 ] && xpm_stop',
+    '[ "$xpm_requeue$xpm_interrupt" != 00 ] && xpm_stop',
     'while kill -0 "$xpm_child" 2>/dev/null; do wait "$xpm_child"; done',
     'wait "$xpm_child"',
     "xpm_status=$?",
-    'if [ "$xpm_requeue" = 1 ] && [ "$xpm_status" != 0 ]; then',
+    'if [ "$xpm_requeue" = 1 ] && [ "$xpm_interrupt" = 0 ] && [ "$xpm_status" != 0 ]; then',
     '  echo "xpm-torch: the run stopped (exit status $xpm_status); requeueing SLURM job $SLURM_JOB_ID" >&2',
     '  scontrol requeue "$SLURM_JOB_ID" || echo "xpm-torch: scontrol requeue failed; the job ends here" >&2',
     "fi",
@@ -400,14 +409,19 @@ export async function queryJobs(ids: readonly string[], env?: NodeJS.ProcessEnv)
 }
 
 /**
- * Cancels a job with `scancel` (SIGTERM to every process of the job, SIGKILL KillWait seconds
- * later), or with `signal` sends that signal to its batch script only: `USR1` makes the script
- * of {@link sbatchScript} checkpoint and requeue the job. A job that already ended is no error.
+ * Cancels a job with `scancel`: SIGTERM to every process of the job at once, SIGKILL KillWait
+ * seconds later (30 s by default); the run writes its checkpoint in between. With `signal`, the
+ * job is not cancelled but signalled, through the script of {@link sbatchScript}: `TERM` makes it
+ * send SIGTERM once to the run (each rank) and end when the run ends, without requeue; `USR1`
+ * makes it checkpoint and requeue the job; any other signal goes to the batch script as it is.
+ * A job that already ended is no error.
  */
 export async function cancelJob(id: string, env?: NodeJS.ProcessEnv, signal?: string): Promise<void> {
   checkIds([id]);
-  if (signal !== undefined && !/^(SIG)?[A-Z0-9+]+$/i.test(signal)) throw new SlurmError(`SlurmLauncher: ${JSON.stringify(signal)} is not a signal name`);
-  const args = signal === undefined ? [id] : ["--batch", `--signal=${signal}`, id];
+  const name = signal?.toUpperCase().replace(/^SIG/, "");
+  if (name !== undefined && !/^[A-Z0-9+]+$/.test(name)) throw new SlurmError(`SlurmLauncher: ${JSON.stringify(signal)} is not a signal name`);
+  // The script only waits on SIGTERM (SLURM sends it to every process at once): TERM goes as USR2.
+  const args = name === undefined ? [id] : ["--batch", `--signal=${name === "TERM" ? "USR2" : name}`, id];
   const ran = await slurm("scancel", args, env);
   if (ran.code === 0 || unknownJob(ran) || /already completing or completed/i.test(ran.stderr)) return;
   throw new SlurmError(`SlurmLauncher: scancel ${args.join(" ")} failed: ${oneLine(ran.stderr) || `exit status ${ran.code}`}`, { command: "scancel", stderr: ran.stderr });
