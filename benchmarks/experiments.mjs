@@ -415,8 +415,8 @@ const overhead = {
 };
 const stages = [
   ["submit (or the end of the job it waited for) → process spawned: the plan's own work", med(xpMode.jobs, "eligible_to_spawned"), NaN, NaN],
-  ["spawned → job process `running` (Node, package + libtorch, CLI, params.json, lock)", med(xpMode.jobs, "spawned_to_running"), med(soloRuns, "spawned_to_running"), NaN],
-  ["`running` → first step (data, model, optimizer, first step)", med(xpMode.jobs, "running_to_first_step"), med(soloRuns, "running_to_first_step"), median(baseline.jobs.map((j) => j.ms.running_to_first_step))],
+  ["spawned → the job's own `running` record (Node, the CLI's modules, params.json, lock)", med(xpMode.jobs, "spawned_to_running"), med(soloRuns, "spawned_to_running"), NaN],
+  ["`running` → first step (in a new process: the addon and libtorch; then data, model, first step)", med(xpMode.jobs, "running_to_first_step"), med(soloRuns, "running_to_first_step"), median(baseline.jobs.map((j) => j.ms.running_to_first_step))],
   ["first step → result stored (training, validation, checkpoint)", med(xpMode.jobs, "first_step_to_done"), med(soloRuns, "first_step_to_done"), median(baseline.jobs.map((j) => j.ms.first_step_to_done))],
   ["result stored → exit (alone) / → the scheduler's `done`", med(xpMode.jobs, "done_to_scheduler_done"), med(soloRuns, "done_to_exit"), median(baseline.jobs.map((j) => j.ms.done_to_return))],
 ];

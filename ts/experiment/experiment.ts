@@ -256,13 +256,17 @@ export async function experiment(
     options,
     "stopping the experiment: its local jobs finish their step and write a checkpoint",
   );
+  let planFailed = false;
+  let planError: unknown;
   try {
     try {
       await plan(xp);
     } catch (error) {
+      planFailed = true;
+      planError = error;
+      // Nothing more starts; what runs is waited for, so that no job is left behind unseen.
       xp.close();
-      await scheduler.stop("interrupt", () => false);
-      throw error;
+      scheduler.halt();
     }
     while (xp.hasPending) await new Promise((wake) => setImmediate(wake));
     await scheduler.whenIdle();
@@ -272,8 +276,9 @@ export async function experiment(
   }
   const entries = xp.entries;
   const failures = entries.flatMap((e) => (e.state === "error" || e.state === "dependency failed" ? [e] : []));
-  records.finish(failures.length === 0 && !interrupted ? "done" : "failed");
+  records.finish(failures.length === 0 && !interrupted && !planFailed ? "done" : "failed");
   if (interrupted) throw new ExperimentInterruptedError(name, entries.filter((e) => e.state !== "done").map((e) => e.job.dir));
+  if (planFailed) throw planError;
   if (failures.length > 0) {
     const errors = await Promise.all(failures.map((f) => f.outcome.then(() => undefined, (e: unknown) => e as JobFailedError)));
     throw new ExperimentError(name, errors.filter((e): e is JobFailedError => e instanceof JobFailedError));

@@ -96,13 +96,21 @@ export class Scheduler {
     }
   }
 
-  /** Stops launching; asks running jobs to stop (`interrupt`: after a checkpoint). */
-  async stop(how: "interrupt" | "kill", which: (entry: ScheduledJob) => boolean = () => true): Promise<void> {
+  /** Starts no more jobs: those not started fail (a plan awaiting one must not wait forever). */
+  halt(): void {
     this.stopping = true;
-    // Jobs that will never start now: a plan awaiting one must not wait forever.
     for (const j of this.jobs.filter((j) => !j.record && !j.settled)) {
       j.fail(new XpmTorchError("ERR_INTERRUPTED", `the experiment stopped before job ${j.job.dir} started`));
     }
+    this.notifyIdle();
+  }
+
+  /**
+   * Starts no more jobs, and asks the running ones that `which` selects to stop (`interrupt`:
+   * after a checkpoint); the others are left running, and not waited for.
+   */
+  async stop(how: "interrupt" | "kill", which: (entry: ScheduledJob) => boolean = () => true): Promise<void> {
+    this.halt();
     const started = this.jobs.filter((j) => j.record && !j.settled);
     started.filter((j) => !which(j)).forEach((j) => this.leftRunning.add(j));
     await Promise.all(started.filter(which).map((j) => j.backend.stop(j.record!, how)));
