@@ -141,9 +141,10 @@ function jobEvents(jobDir) {
 }
 
 /**
- * The job process's own records: `running` once it loaded the package, read params.json and took
- * the lock (the last `running`: the scheduler writes one at spawn), `done` once the result is
- * stored (the first `done`: the scheduler writes one when it sees the exit).
+ * The job process's own records: `running` once it loaded the CLI's modules, read params.json and
+ * took the lock, before the addon and libtorch load (the last `running`: the scheduler writes one
+ * at spawn), `done` once the result is stored (the first `done`: the scheduler writes one when it
+ * sees the exit). learn() in this process writes the same two.
  */
 function ownMarks(jobDir) {
   const events = jobEvents(jobDir);
@@ -179,6 +180,20 @@ function spawnTimed(argv, env, dir, name) {
   });
 }
 
+/**
+ * A module every job process imports (`imports` of the experiment, `--import` of the processes
+ * spawned by hand, as the scheduler passes it): it prints the process's start (Node's
+ * performance.timeOrigin) to the job's stderr, so that the plan's time until the process exists is
+ * told from the process's own start. Importing it costs about a millisecond.
+ */
+const ORIGIN_LINE = /^xpm-bench-origin (\d+(?:\.\d+)?)$/m;
+function originModule(dir) {
+  const file = join(dir, "origin.mjs");
+  writeFileSync(file, 'process.stderr.write(`xpm-bench-origin ${performance.timeOrigin}\\n`);\n');
+  return file;
+}
+const processStart = (errFile) => Number(ORIGIN_LINE.exec(readFileSync(errFile, "utf8"))?.[1]);
+
 const fresh = (label) => mkdtempSync(join(tmpdir(), `xpm-torch-xp-bench-${label}-`));
 const scratch = [];
 const freshDir = (label) => {
@@ -213,7 +228,7 @@ async function sequential(configs, threads) {
 }
 
 // --- 2. The experiment ---------------------------------------------------------------------------
-async function scheduled(configs) {
+async function scheduled(configs, origin) {
   const workspace = freshDir("xp");
   const logged = new Map(); // identifier prefix -> state -> time (the first time it was logged)
   const submitted = [];
@@ -222,15 +237,18 @@ async function scheduled(configs) {
     "letor-sweep",
     (xp) => {
       for (const config of configs) {
+        const learner = learnerOf(config);
         const at = now();
-        const handle = xp.submit(learnerOf(config), { tags: { lr: config.lr, hidden: config.hidden, seed: config.seed } });
+        const handle = xp.submit(learner, { tags: { lr: config.lr, hidden: config.hidden, seed: config.seed } });
+        const submitMs = now() - at;
         // The job directory exists from submit on; learner.err appears at spawn.
-        submitted.push({ config, handle, at, watcher: firstStepWatcher(handle.jobDir, "learner.err") });
+        submitted.push({ config, handle, at, submitMs, watcher: firstStepWatcher(handle.jobDir, "learner.err") });
       }
     },
     {
       workspace,
       launcher: LocalLauncher.C({ max_jobs: MAX_JOBS }),
+      imports: [origin],
       log: (line) => {
         const t = now();
         const m = /^xpm-torch \S+: ([0-9a-f]{12}) (?:\[[^\]]*\] )?(waiting|ready|scheduled|running|done|error|dependency failed)/.exec(line);
@@ -244,14 +262,18 @@ async function scheduled(configs) {
   const end = now();
   const doneTimes = [...logged.values()].map((s) => s.get("done")).filter(Number.isFinite).sort((a, b) => a - b);
   const jobs = [];
-  for (const { config, handle, at, watcher } of submitted) {
+  const firstStart = Math.min(...submitted.map((x) => processStart(join(x.handle.jobDir, "learner.err"))));
+  for (const { config, handle, at, submitMs, watcher } of submitted) {
     watcher.close();
     const result = await handle.result();
     const states = logged.get(handle.identifier.slice(0, 12));
-    const launched = states.get("scheduled"); // logged once the process is spawned
+    const started = processStart(join(handle.jobDir, "learner.err"));
+    // The plan logs `scheduled` once its spawn call returned and it went on: later than the spawn
+    // when other work was queued (the first jobs: the scheduler taking the other jobs in).
+    const logged_ = states.get("scheduled");
     // When the job could have started: its submission, or the end of the job whose place it took
-    // (the last `done` the scheduler logged before it launched this one).
-    const freed = doneTimes.filter((t) => t <= launched).at(-1);
+    // (the last `done` the scheduler logged before its process started).
+    const freed = doneTimes.filter((t) => t <= started).at(-1);
     const eligible = Math.max(at, freed ?? at);
     const marks = ownMarks(handle.jobDir);
     const schedulerDone = states.get("done");
@@ -263,12 +285,14 @@ async function scheduled(configs) {
       heldout_pairwise_accuracy: last.metrics["heldout/pairwise_accuracy"],
       steps_per_second: mean(result.epochs.map((e) => e.stepsPerSecond)),
       queued: freed !== undefined && freed > at,
-      seconds: (schedulerDone - launched) / 1000,
+      seconds: (schedulerDone - started) / 1000,
       ms: {
-        eligible_to_spawned: launched - eligible,
-        spawned_to_running: marks.running - launched,
+        submit_call: submitMs,
+        eligible_to_process_start: started - eligible,
+        process_start_to_scheduled_logged: logged_ - started,
+        process_start_to_running: marks.running - started,
         running_to_first_step: watcher.at - marks.running,
-        spawned_to_first_step: watcher.at - launched,
+        process_start_to_first_step: watcher.at - started,
         eligible_to_first_step: watcher.at - eligible,
         submit_to_first_step: watcher.at - at,
         first_step_to_done: marks.done - watcher.at,
@@ -280,6 +304,8 @@ async function scheduled(configs) {
     mode: `experiment(), LocalLauncher max_jobs ${MAX_JOBS}, ${THREADS_PER_JOB} thread${THREADS_PER_JOB > 1 ? "s" : ""} a job`,
     threads: THREADS_PER_JOB * MAX_JOBS,
     wall_seconds: (end - start) / 1000,
+    // From the plan's first submit to the first job's process start: the plan's submits, then the scheduler taking the jobs in.
+    first_submit_to_first_process_ms: firstStart - submitted[0].at,
     states: summary.jobs.map((j) => j.state),
     workspace,
     jobs,
@@ -287,14 +313,15 @@ async function scheduled(configs) {
 }
 
 // --- 3. Each job's process alone, spawned by hand as the scheduler spawns it ----------------------
-async function solo(xpJobs) {
+async function solo(xpJobs, origin) {
   const env = { ...process.env, OMP_NUM_THREADS: String(THREADS_PER_JOB) };
   const runs = [];
   for (const job of xpJobs.slice(0, SOLO)) {
     const workspace = freshDir("solo");
     const params = join(workspace, "params.json");
     copyFileSync(join(job.jobDir, "params.json"), params);
-    const t = await spawnTimed([process.execPath, cliPath, "learn", params, "--workspace", workspace], env, workspace, "solo");
+    const t = await spawnTimed([process.execPath, cliPath, "learn", params, "--workspace", workspace, "--import", origin], env, workspace, "solo");
+    const started = processStart(join(workspace, "solo.err"));
     const jobDir = onlyJobDir(workspace);
     const marks = ownMarks(jobDir);
     const stored = JSON.parse(readFileSync(join(jobDir, ".experimaestro", "result.json"), "utf8"));
@@ -304,8 +331,10 @@ async function solo(xpJobs) {
       loss: stored.epochs.at(-1).loss,
       seconds: (t.exited - t.spawned) / 1000,
       ms: {
-        spawned_to_running: marks.running - t.spawned,
+        spawned_to_process_start: started - t.spawned,
+        process_start_to_running: marks.running - started,
         running_to_first_step: t.firstStep - marks.running,
+        process_start_to_first_step: t.firstStep - started,
         spawned_to_first_step: t.firstStep - t.spawned,
         first_step_to_done: marks.done - t.firstStep,
         done_to_exit: t.exited - marks.done,
@@ -368,7 +397,8 @@ const modes = [];
 log("sequential, first setting");
 modes.push(await sequential(configs, SEQ_THREADS[0]));
 log("experiment");
-const xpMode = await scheduled(configs);
+const origin = originModule(freshDir("origin"));
+const xpMode = await scheduled(configs, origin);
 modes.push(xpMode);
 for (const threads of SEQ_THREADS.slice(1)) {
   log(`sequential, ${threads} thread(s)`);
@@ -376,7 +406,7 @@ for (const threads of SEQ_THREADS.slice(1)) {
 }
 const xpJobsWithDirs = xpMode.jobs.map((j) => ({ ...j, jobDir: join(xpMode.workspace, "jobs", "xpm_torch.learner.learner", j.identifier) }));
 log(`${SOLO} job process(es) alone`);
-const soloRuns = await solo(xpJobsWithDirs);
+const soloRuns = await solo(xpJobsWithDirs, origin);
 log("Node and package start");
 const parts = await processParts();
 const loadAfter = loadAverage();
@@ -406,16 +436,17 @@ const overhead = {
   // process's startup when spawned alone.
   start_overhead_ms_median: med(xpMode.jobs, "eligible_to_first_step") - soloStartup,
   start_overhead_ms_median_queued: queued.length ? med(queued, "eligible_to_first_step") - soloStartup : NaN,
-  in_plan_ms_median: med(xpMode.jobs, "eligible_to_spawned"),
-  in_plan_ms_median_queued: queued.length ? med(queued, "eligible_to_spawned") : NaN,
-  startup_under_experiment_ms_median: med(xpMode.jobs, "spawned_to_first_step"),
-  startup_alone_ms_median: soloStartup,
+  in_plan_ms_median: med(xpMode.jobs, "eligible_to_process_start"),
+  in_plan_ms_median_queued: queued.length ? med(queued, "eligible_to_process_start") : NaN,
+  spawn_alone_ms_median: med(soloRuns, "spawned_to_process_start"),
+  startup_under_experiment_ms_median: med(xpMode.jobs, "process_start_to_first_step"),
+  startup_alone_ms_median: med(soloRuns, "process_start_to_first_step"),
   end_ms_median: med(xpMode.jobs, "done_to_scheduler_done"),
   end_alone_ms_median: med(soloRuns, "done_to_exit"),
 };
 const stages = [
-  ["submit (or the end of the job it waited for) → process spawned: the plan's own work", med(xpMode.jobs, "eligible_to_spawned"), NaN, NaN],
-  ["spawned → the job's own `running` record (Node, the CLI's modules, params.json, lock)", med(xpMode.jobs, "spawned_to_running"), med(soloRuns, "spawned_to_running"), NaN],
+  ["could start (submit, or the end of the job it waited for) → the process starts: the plan's own work, the fork (alone: spawn call → start)", med(xpMode.jobs, "eligible_to_process_start"), med(soloRuns, "spawned_to_process_start"), NaN],
+  ["process start → the job's own `running` record (Node, the CLI's modules, params.json, lock)", med(xpMode.jobs, "process_start_to_running"), med(soloRuns, "process_start_to_running"), NaN],
   ["`running` → first step (in a new process: the addon and libtorch; then data, model, first step)", med(xpMode.jobs, "running_to_first_step"), med(soloRuns, "running_to_first_step"), median(baseline.jobs.map((j) => j.ms.running_to_first_step))],
   ["first step → result stored (training, validation, checkpoint)", med(xpMode.jobs, "first_step_to_done"), med(soloRuns, "first_step_to_done"), median(baseline.jobs.map((j) => j.ms.first_step_to_done))],
   ["result stored → exit (alone) / → the scheduler's `done`", med(xpMode.jobs, "done_to_scheduler_done"), med(soloRuns, "done_to_exit"), median(baseline.jobs.map((j) => j.ms.done_to_return))],
@@ -439,13 +470,14 @@ md.push("| mode | threads in all | wall s | ratio | mean s per job | wall s / jo
 md.push("|---|---|---|---|---|---|---|");
 for (const r of modeRows) md.push(`| ${r.mode} | ${r.threads} | ${fmt(r.wall_seconds, 2)} | ${fmt(r.ratio, 2)}× | ${fmt(r.mean_job_seconds, 2)} | ${fmt(r.wall_per_job_seconds, 2)} | ${fmt(r.steps_per_second)} |`);
 md.push("");
-md.push("Mean s per job: the learn() call; for the experiment, the job's process as the scheduler sees it (spawned → its `done`).");
+md.push("Mean s per job: the learn() call; for the experiment, the job's process from its start to the scheduler's `done` (its exit seen).");
 md.push("");
 md.push("| per job (medians, ms) | experiment | process alone | learn() in process |");
 md.push("|---|---|---|---|");
 for (const [label, a, b, c] of stages) md.push(`| ${label} | ${fmt(a)} | ${fmt(b)} | ${fmt(c)} |`);
 md.push("");
-md.push(`Scheduler overhead per job (median, could-start → first step, less the process alone's spawn → first step of ${fmt(soloStartup)} ms): **${fmt(overhead.start_overhead_ms_median)} ms** over all ${xpMode.jobs.length} jobs, ${fmt(overhead.start_overhead_ms_median_queued)} ms over the ${queued.length} that waited for a place; of which the plan's own work (→ spawn) ${fmt(overhead.in_plan_ms_median)} ms. At the end: result stored → the scheduler's \`done\` ${fmt(overhead.end_ms_median)} ms (alone: → exit ${fmt(overhead.end_alone_ms_median)} ms).`);
+md.push(`Scheduler overhead per job (median of could-start → first step, less the process alone's spawn call → first step of ${fmt(soloStartup)} ms): **${fmt(overhead.start_overhead_ms_median)} ms** over all ${xpMode.jobs.length} jobs, ${fmt(overhead.start_overhead_ms_median_queued)} ms over the ${queued.length} that waited for a place. Of it, until the process starts: ${fmt(overhead.in_plan_ms_median)} ms (${fmt(overhead.in_plan_ms_median_queued)} ms for those that waited; alone, spawn call → start: ${fmt(overhead.spawn_alone_ms_median)} ms); the rest is the same process starting slower (start → first step ${fmt(overhead.startup_under_experiment_ms_median)} ms against ${fmt(overhead.startup_alone_ms_median)} ms alone) beside a job that trains. At the end: result stored → the scheduler's \`done\` ${fmt(overhead.end_ms_median)} ms (alone: → exit ${fmt(overhead.end_alone_ms_median)} ms).`);
+md.push(`\`xp.submit()\`: ${fmt(med(xpMode.jobs, "submit_call"), 1)} ms a job (median); from the first submit to the first job's process start: ${fmt(xpMode.first_submit_to_first_process_ms)} ms for ${xpMode.jobs.length} jobs.`);
 const pm = parts.probe_median_ms;
 md.push(`A job process's start, in a probe doing the same (medians of ${REPEATS}, ms): spawn → Node's time origin ${fmt(pm.to_time_origin)}, Node's bootstrap ${fmt(pm.node_bootstrap)}, the CLI's JavaScript modules ${fmt(pm.cli_modules)}, the addon and libtorch (loadNative) ${fmt(pm.addon_and_libtorch)}, exit ${fmt(pm.exit)}; \`node -e 0\` spawn → exit ${fmt(median(parts.node_bare_ms))}.`);
 md.push("");

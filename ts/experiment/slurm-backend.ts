@@ -8,7 +8,7 @@ import { processesPerNode } from "../distributed.js";
 import type { Backend, LaunchRequest, ProcessExit, ProcessRecord } from "./backend.js";
 import { outputFiles } from "./job-process.js";
 import type { SlurmLauncher } from "./launchers.js";
-import { type SlurmJobStatus, cancelJob, queryJobs, sbatchScript, submitBatch } from "./slurm.js";
+import { type SlurmJobStatus, cancelJob, queryJobs, requireCommand, sbatchScript, submitBatch } from "./slurm.js";
 
 type SlurmLauncherConfig = ConfigOf<typeof SlurmLauncher>;
 
@@ -16,7 +16,7 @@ type SlurmLauncherConfig = ConfigOf<typeof SlurmLauncher>;
 const POLL_MS = Number(process.env.XPM_TORCH_SLURM_POLL_MS ?? 1000);
 
 const QUEUED = new Set(["pending", "requeued", "preempted"]);
-const RUNNING = new Set(["running", "completing"]);
+const RUNNING = new Set(["running", "completing", "suspended"]);
 
 export class SlurmBackend implements Backend {
   readonly queuesDependencies = true;
@@ -25,7 +25,14 @@ export class SlurmBackend implements Backend {
 
   constructor(private readonly launcher: SlurmLauncherConfig) {}
 
-  check(): void {}
+  private checked = false;
+
+  /** Refuses the plan at once when this machine has no `sbatch`. */
+  check(): void {
+    if (this.checked) return;
+    requireCommand("sbatch");
+    this.checked = true;
+  }
 
   canStart(): boolean {
     return true;
@@ -75,9 +82,11 @@ export class SlurmBackend implements Backend {
     this.polling = true;
     try {
       while (this.followed.size > 0) {
-        // squeue may fail for a moment (the controller restarting): ask again next time.
-        const statuses = await queryJobs([...this.followed.keys()]).catch(() => undefined);
-        if (statuses) for (const [id, report] of [...this.followed]) report(statuses.get(id));
+        // squeue may fail for a moment (the controller restarting): ask again next time. Only
+        // the jobs asked about are answered: others may have joined while squeue ran.
+        const asked = [...this.followed.keys()];
+        const statuses = await queryJobs(asked).catch(() => undefined);
+        if (statuses) for (const id of asked) this.followed.get(id)?.(statuses.get(id));
         if (this.followed.size > 0) await new Promise((wake) => setTimeout(wake, POLL_MS));
       }
     } finally {

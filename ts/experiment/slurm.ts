@@ -1,6 +1,8 @@
 // The SLURM side of the SlurmLauncher: the batch script of a job, and sbatch, squeue, scontrol
 // and scancel. No scheduling decisions are taken here.
 import { execFile } from "node:child_process";
+import { accessSync, constants } from "node:fs";
+import { delimiter, join } from "node:path";
 
 import { XpmTorchError } from "../errors.js";
 
@@ -278,6 +280,23 @@ function missing(command: string): SlurmError {
     `SlurmLauncher: cannot run "${command}": it is not on PATH. Install SLURM's client commands (Debian/Ubuntu: apt-get install slurm-client or slurm-wlm), load your cluster's SLURM module, or add the directory holding ${command} to PATH`,
     { command },
   );
+}
+
+/**
+ * Throws the error naming what to install when `command` is not on the PATH of `env`: a plan is
+ * refused before it starts rather than failing job by job.
+ */
+export function requireCommand(command: string, env: NodeJS.ProcessEnv = process.env): void {
+  const dirs = (env.PATH ?? "").split(delimiter).filter(Boolean);
+  const found = dirs.some((dir) => {
+    try {
+      accessSync(join(dir, command), constants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+  if (!found) throw missing(command);
 }
 
 /** Runs a SLURM command; resolves with its exit status, rejects only when it could not run. */
