@@ -88,13 +88,14 @@ describe("experiment() with the LocalLauncher", () => {
       trainer: LossTrainer.C({ sampler: PairwiseSampler.C({ dataset: LetorDataset.C({ id: "missing", path: missing }) }), batch_size: 8, hooks: [HingeLoss.C({ margin: 1 })] }),
     });
     let failedJobDir = "";
+    const states = new Map<string, string[]>();
     const attempt = () =>
       experiment("broken", (xp) => {
         const first = xp.submit(broken);
         failedJobDir = first.jobDir;
         xp.submit(finetuneFrom(first.loaders.learned));
         xp.submit(smallLearner(2e-2));
-      }, { workspace, ...quiet });
+      }, { workspace, ...quiet, onJobState: (job, state) => states.set(job.jobDir, [...(states.get(job.jobDir) ?? []), state]) });
     const error = await attempt().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ExperimentError);
     const failures = (error as ExperimentError).failures;
@@ -103,6 +104,8 @@ describe("experiment() with the LocalLauncher", () => {
     expect(failures[0]!.message).toContain("no-such-file.txt");
     expect(failures[0]!.stderrTail).toContain("no-such-file.txt");
     expect(launchesOf(failures[1]!.jobDir)).toHaveLength(0);
+    expect(states.get(failedJobDir)).toEqual(["waiting", "ready", "scheduled", "running", "error"]);
+    expect(states.get(failures[1]!.jobDir)).toEqual(["waiting", "dependency failed"]);
     // The error is kept: a second run runs the failed job again.
     await attempt().catch(() => undefined);
     expect(launchesOf(failedJobDir)).toHaveLength(2);

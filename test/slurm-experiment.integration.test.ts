@@ -13,7 +13,7 @@ import { Learner } from "../ts/config/classes/learner.js";
 import { ExperimentError } from "../ts/experiment/errors.js";
 import { type Experiment, type JobHandle, experiment } from "../ts/experiment/experiment.js";
 import { SlurmLauncher } from "../ts/experiment/launchers.js";
-import { SlurmError } from "../ts/experiment/slurm.js";
+import { SlurmError, cancelJob } from "../ts/experiment/slurm.js";
 import { finetuneFrom, launchesOf, smallLearner } from "./helpers/experiments.js";
 import { type SlurmCluster, slurmAvailable, startSlurmCluster } from "./helpers/slurm-cluster.js";
 
@@ -71,6 +71,28 @@ describe.skipIf(unavailable !== undefined)("experiments on a real SLURM cluster"
     const result = await long().result();
     expect(result.resumed_from).toMatch(/checkpoints/);
     expect(result.epochs).toHaveLength(2);
+  });
+
+  it("follows a job told to checkpoint before its time limit: requeued, it resumes and ends done", async () => {
+    const workspace = mkdtempSync(join(tmpdir(), "xpm-slurm-requeue-"));
+    let handle!: JobHandle;
+    const run = experiment("requeued", (xp) => void (handle = xp.submit(smallLearner(6e-3, 0, 2, 5000))), {
+      workspace,
+      launcher: SlurmLauncher.C({ time: "10" }),
+      log: null,
+      handleSignals: false,
+    });
+    while (handle?.state !== "running") await new Promise((wake) => setTimeout(wake, 100));
+    await new Promise((wake) => setTimeout(wake, 3000));
+    // What SLURM sends signal_seconds before the time limit, or on preemption.
+    const id = JSON.parse(readFileSync(join(handle.jobDir, ".experimaestro", "launches.jsonl"), "utf8").trim()).process.id as string;
+    await cancelJob(id, undefined, "USR1");
+    const summary = await run;
+    expect(summary.jobs[0]!.state).toBe("done");
+    expect(launchesOf(handle.jobDir)).toHaveLength(1);
+    const result = await handle.result();
+    expect(result.resumed_from).toMatch(/checkpoints/);
+    expect(readFileSync(join(handle.jobDir, "learner.err"), "utf8")).toMatch(/restart 1/);
   });
 
   it("gives sbatch's own refusal as the job's error", async () => {

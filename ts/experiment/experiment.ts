@@ -52,6 +52,8 @@ export interface ExperimentOptions {
   readonly cancelSlurmOnInterrupt?: boolean;
   /** A line per job state change; default: printed to stderr. `null`: silent. */
   readonly log?: ((line: string) => void) | null;
+  /** Called as each job changes state (after the workspace's records say so). */
+  readonly onJobState?: (job: JobHandle, state: JobState) => void;
 }
 
 /** A submitted job. */
@@ -194,6 +196,11 @@ export class Experiment {
     for (const entry of this.pending.splice(0)) entry.fail(notStarted(this.name));
   }
 
+  /** @internal The handle of a submitted job. */
+  handleOf(identifier: string): JobHandle {
+    return this.byIdentifier.get(identifier)!.handle;
+  }
+
   /** @internal */
   get entries(): ScheduledJob[] {
     return [...this.byIdentifier.values()].map((v) => v.entry);
@@ -243,6 +250,7 @@ export async function experiment(
       );
       const tags = Object.entries(entry.tags).map(([k, v]) => `${k}=${v}`).join(" ");
       log?.(`xpm-torch ${name}: ${entry.job.identifier.slice(0, 12)} ${tags ? `[${tags}] ` : ""}${state}${detail.failure ? `: ${detail.failure.split("\n")[0]}` : ""}`);
+      options.onJobState?.(xp.handleOf(entry.job.identifier), state);
     },
   });
   const xp = new Experiment(name, workspace, options.launcher ?? LocalLauncher.C({}), scheduler, records);
