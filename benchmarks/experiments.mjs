@@ -102,6 +102,18 @@ const median = (xs) => {
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
 const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
+
+/** What a job ended with, the same in every mode. */
+function outcomeOf(config, identifier, result) {
+  const last = result.epochs.at(-1);
+  return {
+    ...config,
+    identifier,
+    loss: last.loss,
+    heldout_pairwise_accuracy: last.metrics["heldout/pairwise_accuracy"],
+    steps_per_second: mean(result.epochs.map((e) => e.stepsPerSecond)),
+  };
+}
 const loadAverage = () => loadavg().map((x) => Number(x.toFixed(2)));
 const PROGRESS_LINE = /step \d+\/\d+/;
 
@@ -213,13 +225,8 @@ async function sequential(configs, threads) {
     const result = await learn(learnerOf(config, threads), { workspace, quiet: true, handleSignals: false, onProgress: () => (firstStep ??= now()) });
     const returned = now();
     const marks = ownMarks(result.jobDir);
-    const last = result.epochs.at(-1);
     jobs.push({
-      ...config,
-      identifier: result.identifier,
-      loss: last.loss,
-      heldout_pairwise_accuracy: last.metrics["heldout/pairwise_accuracy"],
-      steps_per_second: mean(result.epochs.map((e) => e.stepsPerSecond)),
+      ...outcomeOf(config, result.identifier, result),
       seconds: (returned - called) / 1000,
       ms: { call_to_running: marks.running - called, running_to_first_step: firstStep - marks.running, first_step_to_done: marks.done - firstStep, done_to_return: returned - marks.done },
     });
@@ -277,13 +284,8 @@ async function scheduled(configs, origin) {
     const eligible = Math.max(at, freed ?? at);
     const marks = ownMarks(handle.jobDir);
     const schedulerDone = states.get("done");
-    const last = result.epochs.at(-1);
     jobs.push({
-      ...config,
-      identifier: handle.identifier,
-      loss: last.loss,
-      heldout_pairwise_accuracy: last.metrics["heldout/pairwise_accuracy"],
-      steps_per_second: mean(result.epochs.map((e) => e.stepsPerSecond)),
+      ...outcomeOf(config, handle.identifier, result),
       queued: freed !== undefined && freed > at,
       seconds: (schedulerDone - started) / 1000,
       ms: {
