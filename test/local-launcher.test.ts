@@ -59,4 +59,13 @@ describe("the LocalLauncher", () => {
     // Without a devices list, GPUs are not managed: the job sees the plan's.
     expect(() => new LocalBackend(LocalLauncher.C({})).check(withDevices("8"), "learner")).not.toThrow();
   });
+
+  it("warns when a job's own thread count times max_jobs is more than the CPUs", () => {
+    const cpus = availableParallelism();
+    const threaded = (num_threads: number) => Learner.C({ ...smallLearner(1e-3), fabric_config: FabricConfiguration.C({ num_threads }) });
+    const backend = new LocalBackend(LocalLauncher.C({ max_jobs: 2 }));
+    expect(backend.check(threaded(cpus), "learner")).toEqual([expect.stringMatching(/num_threads \d+ × max_jobs 2 is more threads than the \d+ CPUs/)]);
+    expect(backend.check(smallLearner(1e-3), "learner")).toEqual([]);
+    expect(new LocalBackend(LocalLauncher.C({ max_jobs: 1 })).check(threaded(cpus), "learner")).toEqual([]);
+  });
 });

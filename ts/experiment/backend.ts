@@ -27,8 +27,11 @@ export interface Backend {
   readonly queuesDependencies: boolean;
   /** Whether there is room for this job now. */
   canStart(config: LearnerConfig): boolean;
-  /** Throws when the job can never run here (more GPUs than there are). */
-  check(config: LearnerConfig, where: string): void;
+  /**
+   * Throws when the job can never run here (more GPUs than there are, no sbatch); returns what
+   * will run but badly (more threads than cores).
+   */
+  check(config: LearnerConfig, where: string): readonly string[];
   start(request: LaunchRequest): Promise<ProcessRecord>;
   /** Whether a process recorded by an earlier run of the plan is still queued or running. */
   isLive(record: ProcessRecord): Promise<boolean>;

@@ -97,6 +97,7 @@ export class Experiment {
     private readonly defaultLauncher: LauncherConfig,
     private readonly scheduler: Scheduler,
     private readonly records: ExperimentRecords,
+    private readonly warn: (line: string) => void,
   ) {}
 
   /**
@@ -122,7 +123,7 @@ export class Experiment {
     const job = jobOf(learner, this.workspace);
     const dependencies = this.dependencyEntries(learner, job);
     const backend = this.backendOf(launcher, launcherKey);
-    backend.check(learner, `learner (job ${identifier})`);
+    backend.check(learner, `learner (job ${identifier.slice(0, 12)})`).forEach((warning) => this.warn(`xpm-torch ${this.name}: ${warning}`));
     const tags = { ...(options.tags ?? {}) };
     const entry = new ScheduledJob(learner, job, backend, dependencies, tags);
     const previous = readJobStatus(job.dir)?.process;
@@ -253,7 +254,7 @@ export async function experiment(
       options.onJobState?.(xp.handleOf(entry.job.identifier), state);
     },
   });
-  const xp = new Experiment(name, workspace, options.launcher ?? LocalLauncher.C({}), scheduler, records);
+  const xp = new Experiment(name, workspace, options.launcher ?? LocalLauncher.C({}), scheduler, records, (line) => (log ?? console.warn)(line));
   let interrupted = false;
   const stopHandlers = interruptions(
     () => {

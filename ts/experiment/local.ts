@@ -44,11 +44,18 @@ export class LocalBackend implements Backend {
     return this.launcher.devices !== undefined;
   }
 
-  check(config: LearnerConfig, where: string): void {
+  check(config: LearnerConfig, where: string): readonly string[] {
     const wanted = gpusWanted(config);
     if (this.managesGpus && wanted > this.launcher.devices!.length) {
       throw new ConfigError(where, `needs ${wanted} GPUs, and the LocalLauncher has ${this.launcher.devices!.length} (devices: [${this.launcher.devices!.join(", ")}])`);
     }
+    // The job's own thread count wins over the launcher's share.
+    const own = config.fabric_config.num_threads;
+    const cpus = availableParallelism();
+    if (own !== undefined && own * this.launcher.max_jobs > cpus) {
+      return [`${where}: fabric_config.num_threads ${own} × max_jobs ${this.launcher.max_jobs} is more threads than the ${cpus} CPUs: concurrent jobs will slow each other down (leave num_threads unset to get a share of ${this.threads})`];
+    }
+    return [];
   }
 
   canStart(config: LearnerConfig): boolean {

@@ -28,10 +28,10 @@ export class SlurmBackend implements Backend {
   private checked = false;
 
   /** Refuses the plan at once when this machine has no `sbatch`. */
-  check(): void {
-    if (this.checked) return;
-    requireCommand("sbatch");
+  check(): readonly string[] {
+    if (!this.checked) requireCommand("sbatch");
     this.checked = true;
+    return [];
   }
 
   canStart(): boolean {
