@@ -23,7 +23,7 @@ import { runCli } from "../ts/cli/main.js";
 import { plannedLoaders } from "../ts/experiment/outputs.js";
 import { listJobs } from "../ts/report/job.js";
 import { jobOf } from "../ts/workspace/job.js";
-import { finetuneFrom, launchesOf, smallLearner } from "./helpers/experiments.js";
+import { errLength, finetuneFrom, launchesOf, smallLearner, trainingStarted } from "./helpers/experiments.js";
 import { packageIndexUrl } from "./helpers/cli.js";
 import { repoRoot, userEnv } from "./helpers/node.js";
 
@@ -153,11 +153,11 @@ describe("experiment() with the LocalLauncher", () => {
     const workspace = freshWorkspace();
     const planFile = join(workspace, "plan.mts");
     writeFileSync(planFile, planModule(workspace, "long", "[5e-3].map((lr) => xp.submit(smallLearner(lr, 0, 2, 4000), { tags: { lr } }))"));
+    const jobDir = join(workspace, "jobs", "xpm_torch.learner.learner", identifierOf(smallLearner(5e-3, 0, 2, 4000)));
     const killedBy = async (stop: (child: ReturnType<typeof startPlan>) => Promise<void>) => {
+      const before = errLength(jobDir);
       const plan = startPlan(planFile);
-      await plan.waitFor(/ running/);
-      // A checkpoint is written on the way out; give the job a moment past its start.
-      await new Promise((wake) => setTimeout(wake, 3000));
+      await trainingStarted(jobDir, before);
       await stop(plan);
       return plan.exit;
     };
@@ -211,7 +211,8 @@ function startPlan(file: string) {
   let stderr = "";
   child.stdout!.on("data", (d: Buffer) => (stdout += d.toString()));
   child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
-  const exit = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => child.once("exit", (code) => resolve({ code, stdout, stderr })));
+  // "close", not "exit": the output streams are read to their end.
+  const exit = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => child.once("close", (code) => resolve({ code, stdout, stderr })));
   const waitFor = (pattern: RegExp, count = 1) =>
     new Promise<void>((resolve, reject) => {
       const timer = setInterval(() => {

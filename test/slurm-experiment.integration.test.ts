@@ -14,7 +14,7 @@ import { ExperimentError } from "../ts/experiment/errors.js";
 import { type Experiment, type JobHandle, experiment } from "../ts/experiment/experiment.js";
 import { SlurmLauncher } from "../ts/experiment/launchers.js";
 import { SlurmError, cancelJob } from "../ts/experiment/slurm.js";
-import { finetuneFrom, launchesOf, smallLearner } from "./helpers/experiments.js";
+import { finetuneFrom, launchesOf, smallLearner, trainingStarted } from "./helpers/experiments.js";
 import { type SlurmCluster, slurmAvailable, startSlurmCluster } from "./helpers/slurm-cluster.js";
 
 const unavailable = slurmAvailable();
@@ -50,9 +50,9 @@ describe.skipIf(unavailable !== undefined)("experiments on a real SLURM cluster"
 
     const first = experiment("on-slurm", plan, options);
     const long = () => handles[4]!;
-    while (long().state !== "running") await new Promise((wake) => setTimeout(wake, 100));
-    // Past its start (libtorch loaded, the first steps done), then cancelled as a user would.
-    await new Promise((wake) => setTimeout(wake, 4000));
+    while (long()?.state !== "running") await new Promise((wake) => setTimeout(wake, 100));
+    // Once it trains, cancelled as a user would.
+    await trainingStarted(long().jobDir);
     const out: string[] = [];
     expect(await runCli(["jobs", "kill", long().identifier.slice(0, 12), "--workspace", workspace], { out: (l) => out.push(l), err: (l) => out.push(l) })).toBe(0);
     expect(out.join("\n")).toMatch(/cancelled SLURM job \d+/);
@@ -83,7 +83,7 @@ describe.skipIf(unavailable !== undefined)("experiments on a real SLURM cluster"
       handleSignals: false,
     });
     while (handle?.state !== "running") await new Promise((wake) => setTimeout(wake, 100));
-    await new Promise((wake) => setTimeout(wake, 3000));
+    await trainingStarted(handle.jobDir);
     // What SLURM sends signal_seconds before the time limit, or on preemption.
     const id = JSON.parse(readFileSync(join(handle.jobDir, ".experimaestro", "launches.jsonl"), "utf8").trim()).process.id as string;
     await cancelJob(id, undefined, "USR1");

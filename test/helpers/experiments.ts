@@ -49,3 +49,20 @@ export function launchesOf(jobDir: string): { pid?: number; id?: string }[] {
     .filter(Boolean)
     .map((line) => (JSON.parse(line) as { process: { pid?: number; id?: string } }).process);
 }
+
+/** The length of the job's standard error so far (progress after it is this run's). */
+export function errLength(jobDir: string): number {
+  const file = join(jobDir, "learner.err");
+  return existsSync(file) ? readFileSync(file, "utf8").length : 0;
+}
+
+/**
+ * Resolves once the job prints a progress line past `since` (an {@link errLength}): it trains, its
+ * signal handlers are in place, and a checkpoint it writes on the way out has steps in it.
+ */
+export async function trainingStarted(jobDir: string, since = 0): Promise<void> {
+  const file = join(jobDir, "learner.err");
+  while (!/step \d+\//.test(existsSync(file) ? readFileSync(file, "utf8").slice(since) : "")) {
+    await new Promise((wake) => setTimeout(wake, 100));
+  }
+}
