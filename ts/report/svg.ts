@@ -1,4 +1,5 @@
 import type { Curve } from "./curves.js";
+import { curveTitle, fitText, textWidth } from "./labels.js";
 
 export interface SvgOptions {
   /** Panels per row (default 3). */
@@ -33,10 +34,45 @@ function range(values: readonly number[]): [number, number] {
   return [lo, hi];
 }
 
-function panel(curve: Curve, index: number, x0: number, y0: number, w: number, h: number): string {
+/**
+ * A panel's header: px sizes of the title (the largest of `titleSizes` at which it fits), the
+ * last value and the logged tag; the two lines' baselines below the panel's top; the insets.
+ */
+const HEADER = {
+  titleSizes: [13, 12, 11],
+  lastSize: 11,
+  tagSize: 10,
+  titleBaseline: 16,
+  tagBaseline: 31,
+  inset: 8,
+  right: 12,
+  gap: 10,
+} as const;
+
+/**
+ * A panel's header: the curve's title (bold) on the first line, across the panel; on the second,
+ * the tag it was logged as (small, grey) and its last value at the right. What does not fit, as
+ * `textWidth` (an upper bound) measures it, is cut with `…`; the panel's tooltip holds both whole.
+ */
+function header(title: string, tag: string, last: string | undefined, x0: number, y0: number, w: number): string[] {
+  const { titleSizes, lastSize, tagSize, titleBaseline, tagBaseline, inset, right, gap } = HEADER;
+  const width = w - inset - right;
+  const titleSize = titleSizes.find((size) => textWidth(title, size) <= width) ?? titleSizes[titleSizes.length - 1]!;
+  const lastText = last === undefined ? undefined : `last ${last}`;
+  const tagRoom = width - (lastText === undefined ? 0 : textWidth(lastText, lastSize) + gap);
+  return [
+    `<text class="title" x="${x0 + inset}" y="${y0 + titleBaseline}" font-size="${titleSize}" font-weight="bold">${escapeXml(fitText(title, titleSize, width))}</text>`,
+    `<text class="tag" x="${x0 + inset}" y="${y0 + tagBaseline}" font-size="${tagSize}" fill="#777">${escapeXml(fitText(tag, tagSize, tagRoom))}</text>`,
+    lastText === undefined
+      ? ""
+      : `<text class="last" x="${x0 + w - right}" y="${y0 + tagBaseline}" font-size="${lastSize}" text-anchor="end" fill="#444">${escapeXml(lastText)}</text>`,
+  ];
+}
+
+function panel(curve: Curve, title: string, index: number, x0: number, y0: number, w: number, h: number): string {
   const left = 58;
-  const right = 12;
-  const top = 26;
+  const right = HEADER.right;
+  const top = 40;
   const bottom = 30;
   const plotW = w - left - right;
   const plotH = h - top - bottom;
@@ -53,9 +89,9 @@ function panel(curve: Curve, index: number, x0: number, y0: number, w: number, h
   const axisY = y0 + top + plotH;
   const out = [
     `<g class="panel">`,
+    `<title>${escapeXml(`${title} (${curve.tag})`)}</title>`,
     `<rect x="${x0 + left}" y="${y0 + top}" width="${plotW}" height="${plotH}" fill="#fafafa" stroke="#ccc"/>`,
-    `<text x="${x0 + left}" y="${y0 + 17}" font-size="13" font-weight="bold">${escapeXml(curve.tag)}</text>`,
-    last ? `<text x="${x0 + w - right}" y="${y0 + 17}" font-size="11" text-anchor="end" fill="#555">last ${escapeXml(tick(last.value))}</text>` : "",
+    ...header(title, curve.tag, last && tick(last.value), x0, y0, w),
     `<text x="${x0 + left - 4}" y="${y0 + top + 4}" font-size="10" text-anchor="end">${escapeXml(tick(vMax))}</text>`,
     `<text x="${x0 + left - 4}" y="${axisY}" font-size="10" text-anchor="end">${escapeXml(tick(vMin))}</text>`,
     `<text x="${x0 + left}" y="${axisY + 14}" font-size="10">${sMin}</text>`,
@@ -68,17 +104,21 @@ function panel(curve: Curve, index: number, x0: number, y0: number, w: number, h
   return out.filter(Boolean).join("\n");
 }
 
-/** Learning curves as one SVG: a panel per tag, each with one `<path class="curve">`. */
+/**
+ * Learning curves as one SVG: a panel per tag, each with one `<path class="curve">`, titled for
+ * people (`curveTitle`) above the tag it was logged as.
+ */
 export function renderCurvesSvg(curves: readonly Curve[], options: SvgOptions = {}): string {
   const columns = Math.max(1, Math.min(options.columns ?? 3, curves.length || 1));
   const w = options.panelWidth ?? 340;
-  const h = options.panelHeight ?? 210;
+  const h = options.panelHeight ?? 224;
   const titleH = options.title ? 30 : 0;
   const rows = Math.max(1, Math.ceil(curves.length / columns));
+  const tags = curves.map((c) => c.tag);
   const width = columns * w;
   const height = titleH + rows * h;
   const body = curves.length
-    ? curves.map((c, i) => panel(c, i, (i % columns) * w, titleH + Math.floor(i / columns) * h, w, h))
+    ? curves.map((c, i) => panel(c, curveTitle(c.tag, tags), i, (i % columns) * w, titleH + Math.floor(i / columns) * h, w, h))
     : [`<text x="20" y="${titleH + 40}" font-size="13">no scalars were logged</text>`];
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif">`,
