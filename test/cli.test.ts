@@ -5,6 +5,7 @@ import { join } from "node:path";
 
 import { beforeAll, describe, expect, it } from "vitest";
 
+import { nvidiaGpuPresent } from "../ts/cli/doctor.js";
 import { COMMANDS, runCli } from "../ts/cli/main.js";
 import { readCurves } from "../ts/report/curves.js";
 import { learnerModule, xpmTorch } from "./helpers/cli.js";
@@ -64,9 +65,22 @@ describe("doctor", () => {
     expect(r.status).toBe(0);
     expect(r.stdout).toMatch(/\[ok {2}\] libtorch +2\.11\.0/);
     expect(r.stdout).toMatch(/\[ok {2}\] addon +local build: .*xpm-torch\.linux-x64-gnu\.node/);
-    // Every GPU with its details, or plainly none and why.
-    expect(r.stdout).toMatch(/\] GPU( 0)? +(none usable: training runs on the CPU \(.+\)|.+compute capability)/);
+    // Every GPU with its details, plainly none, or (a GPU CUDA cannot use) a warning and why.
+    expect(r.stdout).toMatch(
+      /\[ -- \] GPU +none: no NVIDIA GPU on this machine|\] GPU( 0)? +.+compute capability|\[warn\] GPU +an NVIDIA GPU is present but unusable/,
+    );
     expect(r.stdout).toMatch(/\] threads +\d+ intra-op, \d+ inter-op/);
+  });
+
+  it.skipIf(nvidiaGpuPresent())("without a GPU, says there is none, not ok and without the loader's error; --verbose gives why", () => {
+    const r = xpmTorch(["doctor"]);
+    expect(r.status).toBe(0);
+    const gpu = r.stdout.split("\n").filter((l) => / GPU /.test(l));
+    expect(gpu).toEqual(["[ -- ] GPU           none: no NVIDIA GPU on this machine (no /dev/nvidia<N>); training runs on the CPU"]);
+    expect(r.stdout).not.toMatch(/cannot open shared object|libcusparse/);
+    const verbose = xpmTorch(["doctor", "--verbose"]);
+    expect(verbose.status).toBe(0);
+    expect(verbose.stdout).toMatch(/\[ -- \] GPU +none: .*\n +why: .+/);
   });
 });
 

@@ -83,10 +83,27 @@ describe("setup --cuda", () => {
 });
 
 describe("doctor's GPU report", () => {
-  it("says plainly when there is no GPU, and why", () => {
-    const [line, ...rest] = gpuFindings({ usable: false, problem: "no CUDA GPU is usable: no driver" });
+  it("on a machine without an NVIDIA GPU, says plainly there is none, not ok, the loader's error only as the reason", () => {
+    const problem =
+      "libtorch's CUDA libraries are missing: /c/torch/lib/libtorch_cuda.so cannot be loaded (libcusparse.so.12: cannot open shared object file: No such file or directory)";
+    const [line, ...rest] = gpuFindings({ usable: false, problem }, false, false);
     expect(rest).toEqual([]);
-    expect(line).toEqual({ check: "GPU", status: "ok", detail: "none usable: training runs on the CPU (no CUDA GPU is usable: no driver)" });
+    expect(line).toEqual({
+      check: "GPU",
+      status: "absent",
+      detail: "none: no NVIDIA GPU on this machine (no /dev/nvidia<N>); training runs on the CPU",
+      reason: problem,
+    });
+  });
+
+  it("with an NVIDIA GPU that CUDA cannot use, warns and says why", () => {
+    const [line, ...rest] = gpuFindings({ usable: false, problem: "no CUDA GPU is usable: no driver" }, false, true);
+    expect(rest).toEqual([]);
+    expect(line).toEqual({
+      check: "GPU",
+      status: "warning",
+      detail: "an NVIDIA GPU is present but unusable, training runs on the CPU: no CUDA GPU is usable: no driver",
+    });
   });
 
   it("lists each GPU with its memory, capability and bf16, then CUDA and NCCL versions", () => {

@@ -161,6 +161,16 @@ describe("the documentation's code blocks", () => {
     expect(BLOCKS.length).toBeGreaterThanOrEqual(15);
   });
 
+  // Node 20 runs no .ts file: the pages that show loadModel say how to run such a script.
+  it.each(["README.md", "docs/text-models.md"])("%s shows a second script that loads the learned model, and how to run it", (file) => {
+    const script = BLOCKS.find((b) => b.place.startsWith(`${file}:`) && /\bprocess\.argv\b[\s\S]*\bloadModel\(|\bloadModel\(process\.argv/.test(b.code));
+    expect(script, `${file}: no block opens the model a script is given`).toBeDefined();
+    expect(script!.code).toMatch(/^\/\/ \w+\.ts: npx tsx \w+\.ts /);
+    const text = readFileSync(join(ROOT, file), "utf8");
+    expect(text).toContain("ERR_UNKNOWN_FILE_EXTENSION");
+    expect(text).toContain("node --import tsx");
+  });
+
   it("all compile (strict)", () => {
     expect(typeErrors()).toEqual([]);
   });

@@ -58,38 +58,55 @@ export interface AddonLocation {
   readonly source: "platform package" | "local build";
 }
 
-/** The addon to load, or what was tried. */
-export type AddonSearch = { readonly found: AddonLocation } | { readonly found?: undefined; readonly tried: readonly string[] };
+/**
+ * Why the platform package gave no addon: it could not be resolved (not installed), it is of
+ * another version than xpm-torch, it lacks the addon file, or this machine is not one it is built for.
+ */
+export type PlatformPackageProblem = "not installed" | "other version" | "incomplete" | "unsupported platform";
+
+/** The addon to load, or what was tried and why the platform package did not give it. */
+export type AddonSearch =
+  | { readonly found: AddonLocation }
+  | { readonly found?: undefined; readonly tried: readonly string[]; readonly platform: PlatformPackageProblem };
 
 const packageRoot = dirname(dirname(fileURLToPath(import.meta.url)));
+
+function ownVersion(): string {
+  return (JSON.parse(readFileSync(join(packageRoot, "package.json"), "utf8")) as { version: string }).version;
+}
+
+/** The platform package's addon, or why it gives none (and what was seen). */
+function platformAddon(): { readonly file: string } | { readonly file?: undefined; readonly problem: PlatformPackageProblem; readonly seen: string } {
+  if (process.platform !== "linux" || process.arch !== "x64" || isMusl()) {
+    const machine = `${process.platform} ${process.arch}${isMusl() ? " musl" : ""}`;
+    return { problem: "unsupported platform", seen: `${PLATFORM_PACKAGE}: prebuilt for linux x64 glibc only (this is ${machine})` };
+  }
+  let manifest: string;
+  try {
+    manifest = createRequire(import.meta.url).resolve(`${PLATFORM_PACKAGE}/package.json`);
+  } catch {
+    return { problem: "not installed", seen: `${PLATFORM_PACKAGE}: not installed (it cannot be resolved from ${packageRoot})` };
+  }
+  const { version } = JSON.parse(readFileSync(manifest, "utf8")) as { version: string };
+  const ours = ownVersion();
+  const file = join(dirname(manifest), ADDON_FILE);
+  if (version !== ours) {
+    return { problem: "other version", seen: `${PLATFORM_PACKAGE} ${version} at ${dirname(manifest)} (xpm-torch is ${ours}; they must match)` };
+  }
+  if (!existsSync(file)) return { problem: "incomplete", seen: `${PLATFORM_PACKAGE} at ${dirname(manifest)}: no ${ADDON_FILE}` };
+  return { file };
+}
 
 /**
  * Finds the addon: the platform package `xpm-torch-linux-x64-gnu` of the same version first
  * (what an npm install provides), then the `.node` file a clone's `npm run build` writes.
  */
 export function locateAddon(): AddonSearch {
-  const tried: string[] = [];
-  const supported = process.platform === "linux" && process.arch === "x64" && !isMusl();
-  if (supported) {
-    const require = createRequire(import.meta.url);
-    try {
-      const manifest = require.resolve(`${PLATFORM_PACKAGE}/package.json`);
-      const { version } = JSON.parse(readFileSync(manifest, "utf8")) as { version: string };
-      const ours = (JSON.parse(readFileSync(join(packageRoot, "package.json"), "utf8")) as { version: string }).version;
-      const file = join(dirname(manifest), ADDON_FILE);
-      if (version !== ours) tried.push(`${PLATFORM_PACKAGE} ${version} (xpm-torch is ${ours}; reinstall so that they match)`);
-      else if (!existsSync(file)) tried.push(`${PLATFORM_PACKAGE}: no ${ADDON_FILE}`);
-      else return { found: { file, source: "platform package" } };
-    } catch {
-      tried.push(`${PLATFORM_PACKAGE}: not installed`);
-    }
-  } else {
-    tried.push(`${PLATFORM_PACKAGE}: prebuilt for linux x64 glibc only (this is ${process.platform} ${process.arch})`);
-  }
+  const platform = platformAddon();
+  if (platform.file !== undefined) return { found: { file: platform.file, source: "platform package" } };
   const local = join(packageRoot, ADDON_FILE);
   if (existsSync(local)) return { found: { file: local, source: "local build" } };
-  tried.push(`local build: no ${local}`);
-  return { tried };
+  return { tried: [platform.seen, `local build: no ${local}`], platform: platform.problem };
 }
 
 // musl systems carry their dynamic loader under this name; glibc ones never do.
@@ -97,14 +114,33 @@ function isMusl(): boolean {
   return existsSync("/lib/ld-musl-x86_64.so.1");
 }
 
-/** The explanation shown when no addon was found. */
-export function addonNotFoundMessage(tried: readonly string[]): string {
-  return [
-    "xpm-torch cannot find its native addon.",
-    ...tried.map((t) => `  tried ${t}`),
-    `Fix: install xpm-torch with its optional dependencies (npm installs ${PLATFORM_PACKAGE} on Linux x64;`,
-    "  do not pass --omit=optional), or, in a clone of the repository, run `npm run build`.",
-  ].join("\n");
+/** Why no addon was found, in one line, and what to run. */
+export function addonProblem(platform: PlatformPackageProblem): { readonly cause: string; readonly fix: string } {
+  const version = ownVersion();
+  // Neither package is on the npm registry yet: the two tarballs of `npm run pack` are the way.
+  const install =
+    `install both tarballs \`npm run pack\` writes, together: \`npm install <dir>/xpm-torch-${version}.tgz <dir>/${PLATFORM_PACKAGE}-${version}.tgz\`` +
+    ` (the packages are not on the npm registry yet; once they are, \`npm install xpm-torch\` brings both)`;
+  const clone = "in a clone of the repository, `npm run build` builds the addon instead";
+  switch (platform) {
+    case "not installed":
+      return { cause: `the platform package ${PLATFORM_PACKAGE} is not installed (it could not be resolved)`, fix: `${install}; ${clone}` };
+    case "other version":
+      return { cause: `the platform package ${PLATFORM_PACKAGE} installed is not version ${version}, as xpm-torch is`, fix: `${install}; ${clone}` };
+    case "incomplete":
+      return { cause: `the platform package ${PLATFORM_PACKAGE} installed lacks its addon file`, fix: `reinstall: ${install}; ${clone}` };
+    case "unsupported platform":
+      return {
+        cause: "the prebuilt addon is for Linux x86_64 with glibc only",
+        fix: "build it in a clone of the repository (`npm run build`, with a Rust toolchain)",
+      };
+  }
+}
+
+/** The explanation shown when no addon was found: the cause, what was tried, what to run. */
+export function addonNotFoundMessage(search: { readonly tried: readonly string[]; readonly platform: PlatformPackageProblem }): string {
+  const { cause, fix } = addonProblem(search.platform);
+  return [`xpm-torch cannot find its native addon: ${cause}.`, ...search.tried.map((t) => `  tried ${t}`), `Fix: ${fix}.`].join("\n");
 }
 
 // glibc's value; Node does not export it. Keeps the preloaded libraries mapped after
@@ -145,7 +181,7 @@ export function loadNative(): { binding: NativeBinding; libtorch: LibtorchInstal
   if (!search.found) throw new LibtorchNotFoundError(notFoundMessage(search));
   preload(search.found.lib);
   const addon = locateAddon();
-  if (!addon.found) throw new AddonNotFoundError(addonNotFoundMessage(addon.tried));
+  if (!addon.found) throw new AddonNotFoundError(addonNotFoundMessage(addon));
   const require = createRequire(import.meta.url);
   const binding = require(addon.found.file) as NativeBinding;
   loaded = { binding, libtorch: search.found, addon: addon.found };

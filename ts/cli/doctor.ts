@@ -1,15 +1,20 @@
+import { existsSync, readdirSync } from "node:fs";
 import { availableParallelism } from "node:os";
 
 import { SETUP_COMMAND, locateLibtorch, notFoundMessage } from "../libtorch/locate.js";
 import { TORCH_VERSION } from "../paths.js";
 import type { Command } from "./command.js";
 
-/** One finding: what was checked, what was found, and the fix when it is a problem. */
+/**
+ * One finding: what was checked, what was found, and the fix when it is a problem. `absent`: a
+ * thing training can do without is not there (no GPU); `reason` is the detail `--verbose` shows.
+ */
 export interface Finding {
   readonly check: string;
-  readonly status: "ok" | "warning" | "problem";
+  readonly status: "ok" | "absent" | "warning" | "problem";
   readonly detail: string;
   readonly fix?: string;
+  readonly reason?: string;
 }
 
 /** One GPU as the CUDA library describes it. */
@@ -47,24 +52,51 @@ interface RuntimeInfo {
   mkldnn: boolean;
 }
 
+/**
+ * Whether xpm-torch supports this Node.js version: package.json's `engines.node`,
+ * `^20.19.0 || ^22.13.0 || >=24.0.0`: what its development dependencies ask (vite and rolldown
+ * 20.19, @napi-rs/cli and its prompts 22.13, vitest no 23).
+ */
+export function nodeSupported(version: string): boolean {
+  const [major = 0, minor = 0] = version.replace(/^v/, "").split(".").map(Number);
+  return (major === 20 && minor >= 19) || (major === 22 && minor >= 13) || major >= 24;
+}
+
 function nodeFinding(): Finding {
-  const [major = 0, minor = 0] = process.versions.node.split(".").map(Number);
-  const ok = major > 20 || (major === 20 && minor >= 17);
-  return ok
+  return nodeSupported(process.versions.node)
     ? { check: "Node.js", status: "ok", detail: process.versions.node }
-    : { check: "Node.js", status: "problem", detail: `${process.versions.node}, xpm-torch needs ≥ 20.17`, fix: "install Node.js 20.17 or newer" };
+    : {
+        check: "Node.js",
+        status: "problem",
+        detail: `${process.versions.node}, xpm-torch needs Node.js 20 (≥ 20.19), 22 (≥ 22.13) or ≥ 24`,
+        fix: "install Node.js 20.19 or newer (on 22, 22.13 or newer; or 24 and later)",
+      };
 }
 
 const GIB = 1024 ** 3;
 
 /**
- * The GPU lines of the report: each GPU (name, memory, compute capability, bf16), the driver,
- * CUDA runtime and NCCL versions; or, plainly, that there is none and why.
+ * Whether this machine shows an NVIDIA GPU to this process: a `/dev/nvidia<N>` device file or a GPU
+ * the driver lists under `/proc/driver/nvidia/gpus` (a container without one passed in has neither).
  */
-export function gpuFindings(report: GpuReport, cudnn = false): Finding[] {
+export function nvidiaGpuPresent(): boolean {
+  const list = (dir: string) => (existsSync(dir) ? readdirSync(dir) : []);
+  return list("/dev").some((name) => /^nvidia\d+$/.test(name)) || list("/proc/driver/nvidia/gpus").length > 0;
+}
+
+/**
+ * The GPU lines of the report: each GPU (name, memory, compute capability, bf16), the driver,
+ * CUDA runtime and NCCL versions; or, plainly, that there is none. Without an NVIDIA GPU on the
+ * machine (`gpuPresent` false) that is no fault of the install: the line says so, and why CUDA did
+ * not load is only the `reason`. With one, CUDA being unusable is a warning with its fix.
+ */
+export function gpuFindings(report: GpuReport, cudnn = false, gpuPresent = true): Finding[] {
   if (!report.usable) {
     const why = report.problem ?? "unknown reason";
-    return [{ check: "GPU", status: "ok", detail: `none usable: training runs on the CPU (${why})` }];
+    if (!gpuPresent) {
+      return [{ check: "GPU", status: "absent", detail: "none: no NVIDIA GPU on this machine (no /dev/nvidia<N>); training runs on the CPU", reason: why }];
+    }
+    return [{ check: "GPU", status: "warning", detail: `an NVIDIA GPU is present but unusable, training runs on the CPU: ${why}` }];
   }
   const out: Finding[] = (report.devices ?? []).map((d) =>
     d.problem
@@ -97,10 +129,11 @@ export async function diagnose(): Promise<Finding[]> {
   }
   findings.push({ check: "libtorch", status: "ok", detail: `${search.found.version} from ${search.found.source}: ${search.found.root}` });
 
-  const { addonNotFoundMessage, loadNative, locateAddon } = await import("../native.js");
+  const { addonProblem, loadNative, locateAddon } = await import("../native.js");
   const addon = locateAddon();
   if (!addon.found) {
-    findings.push({ check: "addon", status: "problem", detail: addonNotFoundMessage(addon.tried).split("\n").slice(0, -2).join("\n"), fix: addonNotFoundMessage([]).split("\n").slice(1).join(" ").replace(/^Fix: /, "") });
+    const { cause, fix } = addonProblem(addon.platform);
+    findings.push({ check: "addon", status: "problem", detail: [cause, ...addon.tried.map((t) => `tried ${t}`)].join("\n"), fix });
     return findings;
   }
   findings.push({ check: "addon", status: "ok", detail: `${addon.found.source}: ${addon.found.file}` });
@@ -115,7 +148,7 @@ export async function diagnose(): Promise<Finding[]> {
   }
   findings.push({ check: "loading", status: "ok", detail: "libtorch and the addon load" });
 
-  findings.push(...gpuFindings(info.gpus ?? { usable: false, problem: "this addon does not report GPUs" }, info.cudnnAvailable));
+  findings.push(...gpuFindings(info.gpus ?? { usable: false, problem: "this addon does not report GPUs" }, info.cudnnAvailable, nvidiaGpuPresent()));
   const cores = availableParallelism();
   const threads = `${info.threads} intra-op, ${info.interopThreads} inter-op; ${cores} CPU(s) available`;
   findings.push(
@@ -128,23 +161,29 @@ export async function diagnose(): Promise<Finding[]> {
   return findings;
 }
 
-const MARK = { ok: "ok  ", warning: "warn", problem: "FAIL" } as const;
+const MARK = { ok: "ok  ", absent: " -- ", warning: "warn", problem: "FAIL" } as const;
 
 export const doctorCommand: Command = {
   name: "doctor",
   summary: "check libtorch (found? version?), the addon, CUDA, devices and threads; say how to fix problems",
-  help: `usage: xpm-torch doctor
+  help: `usage: xpm-torch doctor [--verbose]
 
 Checks what training needs, in order: Node.js, libtorch ${TORCH_VERSION} (where it was found and
 its version), the native addon, that both load, CUDA and its devices, thread pools and CPU
-back-ends. Prints the fix for each problem; exits 1 when there is one.`,
-  run: async (_args, io) => {
+back-ends. Prints the fix for each problem; exits 1 when there is one. A machine without an
+NVIDIA GPU gets a "[ -- ] GPU none" line: training runs on the CPU.
+
+  --verbose   also print why a missing part is missing (for no GPU: why CUDA did not load)`,
+  options: { verbose: { type: "boolean", short: "v" } },
+  run: async (args, io) => {
     const findings = await diagnose();
+    const verbose = args.values.verbose === true;
     for (const f of findings) {
       const [first, ...more] = f.detail.split("\n");
       io.out(`[${MARK[f.status]}] ${f.check.padEnd(13)} ${first}`);
       more.forEach((l) => io.out(`       ${" ".repeat(13)} ${l.trim()}`));
       if (f.fix) io.out(`       ${" ".repeat(13)} fix: ${f.fix}`);
+      if (f.reason && verbose) io.out(`       ${" ".repeat(13)} why: ${f.reason}`);
     }
     return findings.some((f) => f.status === "problem") ? 1 : 0;
   },
