@@ -13,6 +13,7 @@ use std::io::{BufRead, BufReader};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
+use super::bom::without_bom;
 use crate::{Error, Result};
 
 /// A collection's position of an entry (its line among the non-blank ones, from 0).
@@ -141,7 +142,8 @@ fn check_line<'a>(line: &'a [u8], file: &str, number: usize) -> Result<&'a [u8]>
 }
 
 impl TextCollection {
-    /// Indexes the file at `path` in one pass (no text is kept).
+    /// Indexes the file at `path` in one pass (no text is kept). A byte-order mark at its start
+    /// is skipped.
     ///
     /// # Errors
     /// [`Error::Io`]; [`Error::Data`] at `file:line:column` for a line without a tab, an empty
@@ -162,10 +164,17 @@ impl TextCollection {
             if read == 0 {
                 break;
             }
-            let content = trim_end(&line);
+            let trimmed = trim_end(&line);
+            // A byte-order mark before the first line is no part of its id: the entry starts
+            // after it.
+            let content = if number == 1 {
+                without_bom(trimmed)
+            } else {
+                trimmed
+            };
             if !content.iter().all(u8::is_ascii_whitespace) {
                 ids.push(check_line(content, &name, number)?);
-                starts.push(offset);
+                starts.push(offset + (trimmed.len() - content.len()) as u64);
             }
             offset += read as u64;
         }
@@ -287,8 +296,8 @@ impl TextCollection {
             IdMap::Dense(by_id) => *by_id.get(decimal(id.as_bytes())? as usize)?,
             IdMap::Hashed { hashes, entries } => {
                 let h = hash_id(id.as_bytes());
-                let first = hashes.partition_point(|&x| x < h);
-                let last = hashes.partition_point(|&x| x <= h);
+                let first = first_not_below(hashes, h);
+                let last = first + hashes[first..].iter().take_while(|&&x| x == h).count();
                 match last - first {
                     0 => return None,
                     1 => entries[first],
@@ -360,6 +369,37 @@ impl TextCollection {
         }
         Ok(newlines + 1)
     }
+}
+
+/// The position of the first of `sorted` hashes not below `h` (as `partition_point`), by
+/// interpolation: hashes are spread uniformly, so each probe lands near `h`'s place and a look-up
+/// touches a few cache lines rather than a binary search's ~23 far apart (7 M look-ups among
+/// 8.8 M hashes: 3.0 s against 5.9 s on a 2-core machine). A run's every line is looked up.
+/// A binary search finishes a range that interpolation has not shrunk in 8 probes.
+fn first_not_below(sorted: &[u64], h: u64) -> usize {
+    // All of sorted[..lo] are below h, none of sorted[hi..] is.
+    let (mut lo, mut hi) = (0, sorted.len());
+    for _ in 0..8 {
+        if hi - lo <= 8 {
+            break;
+        }
+        let (a, b) = (sorted[lo], sorted[hi - 1]);
+        if h <= a {
+            return lo;
+        }
+        if h > b {
+            return hi;
+        }
+        // a < h <= b: the probe is in lo..hi.
+        let span = (hi - 1 - lo) as u128;
+        let probe = lo + (u128::from(h - a) * span / u128::from(b - a)) as usize;
+        if sorted[probe] < h {
+            lo = probe + 1;
+        } else {
+            hi = probe;
+        }
+    }
+    lo + sorted[lo..hi].partition_point(|&x| x < h)
 }
 
 /// `line` without its end of line (`\n`, `\r\n`) nor the blank lines a range may hold.
@@ -443,6 +483,51 @@ mod tests {
             ]
         );
         assert_eq!(named.id(named.entry("D-2").unwrap()).unwrap(), "D-2");
+    }
+
+    #[test]
+    fn the_interpolation_search_finds_what_a_binary_search_does() {
+        let mut rng = crate::rng::Rng::new(3);
+        for n in [0, 1, 2, 3, 10, 1000, 100_000] {
+            let mut sorted: Vec<u64> = (0..n).map(|_| rng.next_u64()).collect();
+            // Repeated hashes, and the extremes.
+            for k in (0..n).step_by(7) {
+                sorted.push(sorted[k]);
+            }
+            sorted.extend([0, 0, u64::MAX, u64::MAX]);
+            sorted.sort_unstable();
+            let mut probes: Vec<u64> = (0..2000).map(|_| rng.next_u64()).collect();
+            probes.extend(sorted.iter().step_by(3).copied());
+            probes.extend(sorted.iter().step_by(5).map(|x| x.wrapping_add(1)));
+            probes.extend([0, 1, u64::MAX, u64::MAX - 1]);
+            for h in probes {
+                assert_eq!(
+                    first_not_below(&sorted, h),
+                    sorted.partition_point(|&x| x < h),
+                    "n {n}, h {h}"
+                );
+            }
+        }
+        assert_eq!(first_not_below(&[], 5), 0);
+        // Far from uniform: interpolation misses, the binary search finishes.
+        let skewed: Vec<u64> = (0..5000u64).chain([u64::MAX / 2, u64::MAX]).collect();
+        for h in [
+            0,
+            1,
+            17,
+            4999,
+            5000,
+            5001,
+            u64::MAX / 2,
+            u64::MAX / 2 + 1,
+            u64::MAX,
+        ] {
+            assert_eq!(
+                first_not_below(&skewed, h),
+                skewed.partition_point(|&x| x < h),
+                "{h}"
+            );
+        }
     }
 
     #[test]

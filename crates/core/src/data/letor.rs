@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
+use super::bom::without_bom;
 use super::LtrDataset;
 use crate::{Error, Result};
 
@@ -44,12 +45,15 @@ pub fn read_letor(path: &Path, num_features: Option<usize>) -> Result<LetorData>
     parse_letor(&text, &file, num_features)
 }
 
-/// The text of the file at `path` and its name for messages.
+/// The text of the file at `path` (without a leading byte-order mark) and its name for
+/// messages.
 ///
 /// # Errors
 /// [`Error::Io`] if it cannot be read, [`Error::Data`] at the line and column of invalid UTF-8.
 pub(crate) fn read_utf8(path: &Path) -> Result<(String, String)> {
-    let bytes = std::fs::read(path).map_err(|err| Error::io(path, err))?;
+    let mut bytes = std::fs::read(path).map_err(|err| Error::io(path, err))?;
+    let mark = bytes.len() - without_bom(&bytes).len();
+    bytes.drain(..mark);
     let file = path.display().to_string();
     match String::from_utf8(bytes) {
         Ok(text) => Ok((text, file)),
@@ -86,7 +90,6 @@ pub(crate) fn read_utf8(path: &Path) -> Result<(String, String)> {
 /// documents are not contiguous, or a file without documents.
 pub fn parse_letor(text: &str, file: &str, num_features: Option<usize>) -> Result<LetorData> {
     let mut parser = Parser::new(file, num_features);
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut rest = text;
     while !rest.is_empty() {
         let (line, next) = match rest.find('\n') {

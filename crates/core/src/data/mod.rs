@@ -1,5 +1,6 @@
 //! Records, datasets and samplers.
 
+mod bom;
 mod collection;
 mod encoded;
 mod inputs;

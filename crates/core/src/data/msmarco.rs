@@ -6,7 +6,6 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::SystemTime;
 
 use super::text_triplets::strs;
-use super::trec::{resolve, Place};
 use super::{
     read_id_triplets, Entry, LtrDataset, Qrels, ScoreInput, TextCollection, TextEncoding, TrecRun,
     TripletTexts, Truncation,
@@ -121,9 +120,9 @@ impl Reranking {
     /// Reads the files `config` names, at config path `path`.
     ///
     /// # Errors
-    /// The files' errors; a run's query or document absent from its collection at the run's
-    /// `file:line`; [`Error::Config`] at `path` when no run query has a relevant judged
-    /// document.
+    /// The files' errors; a query or document of any run line (past `depth` too, and of the
+    /// queries left out) absent from its collection, at the run's `file:line`;
+    /// [`Error::Config`] at `path` when no run query has a relevant judged document.
     pub fn open(config: &TextRerankingConfig, path: &str) -> Result<Self> {
         let depth = config.depth.map(|v| v as usize);
         let batch_size = config.batch_size.map_or(64, |v| v as usize);
@@ -131,7 +130,7 @@ impl Reranking {
         let documents = open_collection(&config.documents)?;
         let qrels = Qrels::read(Path::new(&config.qrels.path))?;
         let run_file = &config.run.path;
-        let run = TrecRun::read(Path::new(run_file), depth)?;
+        let run = TrecRun::read(Path::new(run_file), depth, &queries, &documents)?;
         let mut data = LtrDataset {
             features: Vec::new(),
             num_features: 0,
@@ -140,21 +139,12 @@ impl Reranking {
         };
         let mut judged = Vec::new();
         let mut pairs = Vec::new();
-        for (qid, line, candidates) in &run.queries {
+        for (qid, query, candidates) in &run.queries {
             let Some(grades) = qrels.grades.get(qid).filter(|g| g.values().any(|&g| g > 0)) else {
                 continue;
             };
-            let place = Place {
-                file: run_file,
-                line: *line,
-            };
-            let query = resolve(&queries, qid, "query", place)?;
             for c in candidates {
-                let place = Place {
-                    file: run_file,
-                    line: c.line,
-                };
-                pairs.push((query, resolve(&documents, &c.docid, "document", place)?));
+                pairs.push((*query, c.entry));
                 data.relevance
                     .push(grades.get(&c.docid).copied().unwrap_or(0));
             }
@@ -348,6 +338,40 @@ pub(crate) mod tests {
             err.starts_with("learner.listeners[0].dataset: no query of the run"),
             "{err}"
         );
+    }
+
+    /// Every line of a run is checked against the collections: past `depth`, and for queries
+    /// without a relevant judgement too, as the docs say a missing id is refused.
+    #[test]
+    fn an_unknown_id_anywhere_in_the_run_is_refused_at_its_line() {
+        let run = scratch_dir().join("run.trec");
+        let cases = [
+            // Past depth 1.
+            (
+                "2000 Q0 0 1 3 t\n2000 Q0 999 2 2 t\n",
+                Some(1),
+                "run.trec:2:1: the document id \"999\" is not in",
+            ),
+            // Of a query that the qrels do not judge relevant (left out of the metrics).
+            (
+                "2000 Q0 0 1 3 t\n2009 Q0 0 1 3 t\n2009 Q0 d-7 2 2 t\n",
+                None,
+                "run.trec:3:1: the document id \"d-7\" is not in",
+            ),
+            // A query that is not in the queries.
+            (
+                "2000 Q0 0 1 3 t\n7 Q0 0 1 3 t\n",
+                Some(1),
+                "run.trec:2:1: the query id \"7\" is not in",
+            ),
+        ];
+        for (text, depth, want) in cases {
+            std::fs::write(&run, text).unwrap();
+            let err = Reranking::open(&reranking_config(run.clone(), depth), "d")
+                .expect_err(text)
+                .to_string();
+            assert!(err.contains(want), "{text:?}: {err}");
+        }
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 
+use super::bom::without_bom;
 use super::{Entry, TextCollection};
 use crate::{Error, Result};
 
@@ -27,7 +28,8 @@ impl Place<'_> {
     }
 }
 
-/// Calls `each` with every non-blank line of `path` (end of line trimmed) and its place.
+/// Calls `each` with every non-blank line of `path` (end of line trimmed, and a byte-order
+/// mark before the first) and its place.
 ///
 /// # Errors
 /// [`Error::Io`], [`Error::Data`] for invalid UTF-8, and what `each` returns.
@@ -49,7 +51,12 @@ pub(crate) fn each_line(
             return Ok(());
         }
         let place = Place { file: &name, line };
-        let text = std::str::from_utf8(&bytes).map_err(|e| {
+        let bytes = if line == 1 {
+            without_bom(&bytes)
+        } else {
+            &bytes
+        };
+        let text = std::str::from_utf8(bytes).map_err(|e| {
             let valid = String::from_utf8_lossy(&bytes[..e.valid_up_to()]);
             place.error(valid.chars().count() + 1, "invalid UTF-8")
         })?;
@@ -115,33 +122,40 @@ impl Qrels {
     }
 }
 
-/// A ranked document of a run, with where the run names it.
+/// A ranked document of a run.
 #[derive(Debug, Clone)]
 pub struct Candidate {
     /// The document id.
     pub docid: String,
+    /// Its entry in the documents.
+    pub entry: Entry,
     /// Its rank in the run.
     pub rank: i64,
-    /// The run file's line.
-    pub line: usize,
 }
 
 /// A TREC run: each query's candidates by rank, queries in the file's order.
 #[derive(Debug, Default)]
 pub struct TrecRun {
-    /// (query id, its line, candidates by increasing rank).
-    pub queries: Vec<(String, usize, Vec<Candidate>)>,
+    /// (query id, its entry in the queries, candidates by increasing rank).
+    pub queries: Vec<(String, Entry, Vec<Candidate>)>,
 }
 
 impl TrecRun {
     /// Reads a TREC run, `qid Q0 docid rank score tag` per line, keeping each query's `depth`
-    /// best-ranked candidates (all when `None`).
+    /// best-ranked candidates (all when `None`). The ids of every line, past `depth` too, are
+    /// looked up in `queries` and `documents` (a query's once, at its first line; a hash
+    /// look-up or less each).
     ///
     /// # Errors
     /// [`Error::Io`]; [`Error::Data`] at `file:line` for a wrong field count, a rank that is
-    /// not an integer or a score that is not a number, a document listed twice for a query,
-    /// or an empty file.
-    pub fn read(path: &Path, depth: Option<usize>) -> Result<Self> {
+    /// not an integer or a score that is not a number, a query or document id absent from its
+    /// collection, a document listed twice for a query, or an empty file.
+    pub fn read(
+        path: &Path,
+        depth: Option<usize>,
+        queries: &TextCollection,
+        documents: &TextCollection,
+    ) -> Result<Self> {
         let mut run = TrecRun::default();
         let mut index: HashMap<String, usize> = HashMap::new();
         let mut seen: HashMap<(usize, String), usize> = HashMap::new();
@@ -154,10 +168,16 @@ impl TrecRun {
             if score.parse::<f64>().is_err() {
                 return Err(place.error(1, format!("the score {score:?} is not a number")));
             }
-            let q = *index.entry(qid.to_string()).or_insert_with(|| {
-                run.queries.push((qid.to_string(), place.line, Vec::new()));
-                run.queries.len() - 1
-            });
+            let q = match index.get(qid) {
+                Some(&q) => q,
+                None => {
+                    let entry = resolve(queries, qid, "query", place)?;
+                    run.queries.push((qid.to_string(), entry, Vec::new()));
+                    index.insert(qid.to_string(), run.queries.len() - 1);
+                    run.queries.len() - 1
+                }
+            };
+            let entry = resolve(documents, docid, "document", place)?;
             if let Some(first) = seen.insert((q, docid.to_string()), place.line) {
                 return Err(place.error(
                     1,
@@ -166,8 +186,8 @@ impl TrecRun {
             }
             run.queries[q].2.push(Candidate {
                 docid: docid.to_string(),
+                entry,
                 rank,
-                line: place.line,
             });
             Ok(())
         })?;
@@ -188,12 +208,7 @@ impl TrecRun {
 }
 
 /// `id`'s entry in `collection`, or an error at `place` naming both.
-pub(crate) fn resolve(
-    collection: &TextCollection,
-    id: &str,
-    what: &str,
-    place: Place,
-) -> Result<Entry> {
+fn resolve(collection: &TextCollection, id: &str, what: &str, place: Place) -> Result<Entry> {
     collection.entry(id).ok_or_else(|| {
         place.error(
             1,
@@ -281,16 +296,22 @@ mod tests {
 
     #[test]
     fn runs_keep_the_best_ranked_candidates() {
+        let queries = TextCollection::open(&file("q.tsv", "q1\tone\nq2\ttwo\nq\tq\n")).unwrap();
+        let docs = TextCollection::open(&file("d.tsv", "a\tA\nb\tB\nc\tC\nz\tZ\n")).unwrap();
+        let read = |text: &str, depth| TrecRun::read(&file("r.txt", text), depth, &queries, &docs);
         let text =
             "q1 Q0 a 2 1.5 bm25\nq2 Q0 c 1 3 bm25\nq1 Q0 b 1 2.5 bm25\nq1 Q0 z 3 -1e3 bm25\n";
-        let run = TrecRun::read(&file("r.txt", text), Some(2)).unwrap();
-        let docs: Vec<(&str, Vec<&str>)> = run
+        let run = read(text, Some(2)).unwrap();
+        let docs_of: Vec<(&str, Vec<&str>)> = run
             .queries
             .iter()
             .map(|(q, _, c)| (q.as_str(), c.iter().map(|c| c.docid.as_str()).collect()))
             .collect();
-        assert_eq!(docs, [("q1", vec!["b", "a"]), ("q2", vec!["c"])]);
-        assert_eq!(run.queries[0].2[0].line, 3);
+        assert_eq!(docs_of, [("q1", vec!["b", "a"]), ("q2", vec!["c"])]);
+        assert_eq!(
+            (run.queries[1].1, run.queries[0].2[0].entry),
+            (queries.entry("q2").unwrap(), docs.entry("b").unwrap())
+        );
         for (text, want) in [
             ("q Q0 a 1 1\n", "r.txt:1:1: expected 6 fields"),
             ("q Q0 a one 1 t\n", "the rank \"one\" is not an integer"),
@@ -299,12 +320,23 @@ mod tests {
                 "q Q0 a 1 1 t\nq Q0 a 2 0 t\n",
                 "r.txt:2:1: query \"q\" lists document \"a\" on line 1",
             ),
+            (
+                "q Q0 a 1 1 t\nq Q0 y 2 0 t\n",
+                "r.txt:2:1: the document id \"y\" is not in",
+            ),
+            (
+                "q Q0 a 1 1 t\nq3 Q0 a 1 0 t\n",
+                "r.txt:2:1: the query id \"q3\"",
+            ),
         ] {
-            let err = TrecRun::read(&file("r.txt", text), None)
-                .unwrap_err()
-                .to_string();
+            let err = read(text, None).unwrap_err().to_string();
             assert!(err.contains(want), "{text:?}: {err}");
         }
+        // Past depth too.
+        let err = read("q Q0 a 1 1 t\nq Q0 y 2 0 t\n", Some(1))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("r.txt:2:1: the document id \"y\""), "{err}");
     }
 
     #[test]

@@ -38,6 +38,46 @@ fn directory<'a>(encoder: &'a HfEncoderConfig, path: &str) -> Result<&'a Path> {
     Ok(dir)
 }
 
+/// The config.json of the encoder in `dir`, refused (at `{path}.max_length`, `path` naming the
+/// model config) when `max_length` is longer than its position table: a longer input would
+/// index past the table and fail at the first long text, with libtorch's bare "index out of
+/// range in self". Every input is cut to `max_length` tokens, special tokens included (a
+/// cross-encoder's whole `[CLS] query [SEP] document [SEP]`), so this is the bound.
+///
+/// # Errors
+/// As [`EncoderSettings::read`]; [`Error::Config`] for a `max_length` beyond the positions.
+fn checked_settings(dir: &Path, max_length: i64, path: &str) -> Result<EncoderSettings> {
+    let settings = EncoderSettings::read(dir)?;
+    let positions = settings.max_positions;
+    // RoBERTa numbers tokens from the padding id + 1: position ids run to pad + length.
+    let (longest, table) = if settings.architecture.positions_after_padding() {
+        let skipped = settings.pad_token_id + 1;
+        (
+            positions - skipped,
+            format!(
+                "max_position_embeddings {positions} less {skipped}, as {} numbers positions \
+                 from the padding id {} + 1",
+                settings.architecture.model_type(),
+                settings.pad_token_id
+            ),
+        )
+    } else {
+        (positions, format!("max_position_embeddings {positions}"))
+    };
+    if max_length > longest {
+        return Err(Error::config(
+            format!("{path}.max_length"),
+            format!(
+                "{max_length} tokens do not fit the model, which has positions for {longest} \
+                 ({table}, in {}): set max_length (512 by default) to at most {longest}; longer \
+                 texts are cut to it",
+                dir.join("config.json").display()
+            ),
+        ));
+    }
+    Ok(settings)
+}
+
 fn tokenizer(encoder: &HfEncoderConfig, max_length: i64, path: &str) -> Result<Arc<TextTokenizer>> {
     let dir = directory(encoder, path)?;
     Ok(Arc::new(TextTokenizer::from_dir(dir, max_length as usize)?))
@@ -88,11 +128,14 @@ impl CrossEncoder {
     /// drawn from `rng`); `path` names the config in errors.
     ///
     /// # Errors
-    /// [`Error::Config`] for a missing directory; [`Error::Checkpoint`] for bad files.
+    /// [`Error::Config`] for a missing directory or a `max_length` beyond the encoder's
+    /// positions; [`Error::Checkpoint`] for bad files.
     pub fn new(config: &CrossEncoderConfig, rng: &mut Rng, path: &str) -> Result<Self> {
         let dir = directory(&config.encoder, &format!("{path}.encoder"))?;
+        let settings = checked_settings(dir, config.max_length, path)?;
+        let weights = HfWeights::read(dir, settings.architecture.base_prefix())?;
         Ok(CrossEncoder {
-            model: HfSequenceClassifier::load(dir, 1, rng)?,
+            model: HfSequenceClassifier::from_weights(&settings, &weights, 1, rng)?,
             training: true,
         })
     }
@@ -145,9 +188,17 @@ pub struct BiEncoder {
     training: bool,
 }
 
-fn read_encoder(config: &HfEncoderConfig, prefix: &str, path: &str) -> Result<HfEncoderModel> {
-    let dir = directory(config, path)?;
-    let settings = EncoderSettings::read(dir)?;
+/// The encoder of `config`, its parameters named after `prefix`; `path` names the model config
+/// and `field` the encoder's in it.
+fn read_encoder(
+    config: &HfEncoderConfig,
+    prefix: &str,
+    max_length: i64,
+    path: &str,
+    field: &str,
+) -> Result<HfEncoderModel> {
+    let dir = directory(config, &format!("{path}.{field}"))?;
+    let settings = checked_settings(dir, max_length, path)?;
     let weights = HfWeights::read(dir, settings.architecture.base_prefix())?;
     HfEncoderModel::named(&settings, &weights, prefix)
 }
@@ -156,18 +207,21 @@ impl BiEncoder {
     /// Reads the encoders; `path` names the config in errors.
     ///
     /// # Errors
-    /// [`Error::Config`] for a missing directory; [`Error::Checkpoint`] for bad files.
+    /// [`Error::Config`] for a missing directory or a `max_length` beyond an encoder's
+    /// positions; [`Error::Checkpoint`] for bad files.
     pub fn new(config: &BiEncoderConfig, path: &str) -> Result<Self> {
         let separate = config.query_encoder.is_some();
         let document = read_encoder(
             &config.encoder,
             if separate { "document" } else { "" },
-            &format!("{path}.encoder"),
+            config.max_length,
+            path,
+            "encoder",
         )?;
         let query = config
             .query_encoder
             .as_ref()
-            .map(|q| read_encoder(q, "query", &format!("{path}.query_encoder")))
+            .map(|q| read_encoder(q, "query", config.max_length, path, "query_encoder"))
             .transpose()?;
         Ok(BiEncoder {
             document,

@@ -534,3 +534,112 @@ fn text_models_refuse_other_inputs_and_missing_directories() {
     .to_string();
     assert!(err.starts_with("learner.model.encoder.path:"), "{err}");
 }
+
+/// A `max_length` beyond an encoder's position table is refused when the model is built (as a
+/// run builds it, before any step), at its config path, with the table's size from
+/// config.json; at the bound, the longest pairs and texts, cut to it, are scored.
+#[test]
+fn max_length_beyond_the_position_table_is_refused_when_the_model_opens() {
+    use crate::config::ModelConfig;
+    // Every fixture has 64 positions for tokens: RoBERTa's 66 count from the padding id 1 + 1.
+    let long = "many more things of detail and ".repeat(30);
+    let bi = r#","pooling":"mean","normalize":false,"similarity":"dot""#;
+    for name in ARCHITECTURES {
+        let config_json = fixture(name).join("config.json").display().to_string();
+        for (kind, extra) in [("CrossEncoder", ""), ("BiEncoder", bi)] {
+            let json = |max: i64| {
+                format!(
+                    r#"{{"__xpmtype__":"xpm_torch.models.{kind}","encoder":{}{extra},"max_length":{max}}}"#,
+                    encoder_json(name)
+                )
+            };
+            let config: ModelConfig = serde_json::from_str(&json(65)).unwrap();
+            let Err(err) = crate::models::build(&config, &mut Rng::new(1), "learner.model") else {
+                panic!("{name} {kind}: max_length 65 accepted");
+            };
+            assert_eq!(err.code(), "ERR_CONFIG", "{err}");
+            let message = err.to_string();
+            assert!(
+                message.starts_with("learner.model.max_length: 65 ")
+                    && message.contains("max_position_embeddings")
+                    && message.contains(&config_json)
+                    && message.contains("at most 64"),
+                "{name} {kind}: {message}"
+            );
+
+            let config: ModelConfig = serde_json::from_str(&json(64)).unwrap();
+            let mut model = crate::models::build(&config, &mut Rng::new(1), "model").unwrap();
+            model.set_training(false);
+            let encoding = text_encoding(&config, "model").unwrap().unwrap();
+            let (input, cut) = encoding.encode(&[&long], &[&long]).unwrap();
+            assert!(cut.cut > 0, "{name} {kind}: {cut:?}");
+            let widths: Vec<i64> = match input.encoded("test").unwrap() {
+                crate::data::EncodedTexts::Pairs(rows) => vec![rows.ids.size()[1]],
+                crate::data::EncodedTexts::Separate { query, document } => {
+                    vec![query.ids.size()[1], document.ids.size()[1]]
+                }
+            };
+            assert!(widths.iter().all(|&w| w == 64), "{name} {kind}: {widths:?}");
+            let _guard = tch::no_grad_guard();
+            let scores = model.forward(&input).unwrap();
+            assert!(
+                scores.isfinite().all().int64_value(&[]) == 1,
+                "{name} {kind}"
+            );
+        }
+    }
+
+    // A separate query encoder with a shorter table: its config.json is named.
+    let short = scratch_dir();
+    let text = std::fs::read_to_string(fixture("bert").join("config.json")).unwrap();
+    let text = text.replace(
+        "\"max_position_embeddings\": 64",
+        "\"max_position_embeddings\": 32",
+    );
+    std::fs::write(short.join("config.json"), text).unwrap();
+    let json = format!(
+        r#"{{"__xpmtype__":"xpm_torch.models.BiEncoder","encoder":{},"query_encoder":{{"__xpmtype__":"xpm_torch.models.HFEncoder","id":"short","path":"{}"}}{bi},"max_length":48}}"#,
+        encoder_json("bert"),
+        short.display()
+    );
+    let config: ModelConfig = serde_json::from_str(&json).unwrap();
+    let Err(err) = crate::models::build(&config, &mut Rng::new(1), "learner.model") else {
+        panic!("max_length 48 accepted with a query encoder of 32 positions");
+    };
+    let err = err.to_string();
+    assert!(
+        err.starts_with("learner.model.max_length: 48 ")
+            && err.contains(&short.join("config.json").display().to_string())
+            && err.contains("at most 32"),
+        "{err}"
+    );
+}
+
+/// The issue's case: `max_length: 100000` fails the run when it starts, not at the first long
+/// text (`libtorch error: index out of range in self`).
+#[test]
+fn a_run_with_a_max_length_beyond_the_positions_fails_before_any_step() {
+    use crate::config::parse_learner;
+    use crate::learner::{learn, NoObserver};
+    let dir = scratch_dir();
+    let triplets = write_text_triplets(&dir, 20, 1, true);
+    let model = format!(
+        r#"{{"__xpmtype__":"xpm_torch.models.CrossEncoder","encoder":{},"max_length":100000}}"#,
+        encoder_json("bert")
+    );
+    let config = parse_learner(&text_learner_json(
+        &model, &triplets, &triplets, &dir, 4, 0.001,
+    ))
+    .unwrap();
+    let err = learn(
+        &config,
+        &mut NoObserver,
+        &std::sync::atomic::AtomicBool::new(false),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.starts_with("learner.model.max_length: 100000 ") && err.contains("at most 64"),
+        "{err}"
+    );
+}
