@@ -185,7 +185,9 @@ const commands = {
     env.XPM_TORCH_MINILM = provisionMinilm(env);
     process.env.XPM_TORCH_MINILM = env.XPM_TORCH_MINILM;
     step("Rust tests");
-    const rust = runCounted("cargo", ["test", "--release", "--workspace", "--target", hostTriple()], env, cargoCounts);
+    // Some tests make a rendezvous fail on purpose: c10d's retry and timeout lines would read as
+    // failures. Real failures still fail the tests, with their errors.
+    const rust = runCounted("cargo", ["test", "--release", "--workspace", "--target", hostTriple()], { ...env, TORCH_CPP_LOG_LEVEL: "FATAL" }, cargoCounts);
     step("TypeScript tests");
     const report = join(mkdtempSync(join(tmpdir(), "xpm-vitest-")), "report.json");
     run(bin("vitest"), ["run", "--reporter=default", "--reporter=json", `--outputFile.json=${report}`]);

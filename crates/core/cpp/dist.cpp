@@ -17,12 +17,15 @@
 
 #include <unistd.h>
 
+#include <c10/util/Logging.h>
+
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -131,6 +134,11 @@ extern "C" char* xpm_dist_new(const char* master_addr, int master_port, int mast
                                   " is out of range");
     const std::chrono::milliseconds timeout(timeout_ms);
     const std::chrono::milliseconds rendezvous_timeout(rendezvous_timeout_ms);
+
+    // As PyTorch does at import: TORCH_CPP_LOG_LEVEL then decides what c10d logs (its
+    // rendezvous retries), instead of c10's default of everything from warnings up.
+    static std::once_flag logging;
+    std::call_once(logging, [] { c10::initLogging(); });
 
     c10d::TCPStoreOptions store_options;
     store_options.port = static_cast<std::uint16_t>(master_port);
