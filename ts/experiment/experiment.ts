@@ -16,7 +16,7 @@ import { ExperimentError, JobFailedError } from "./errors.js";
 import { LocalLauncher, SlurmLauncher } from "./launchers.js";
 import { LocalBackend } from "./local.js";
 import { type PlannedLoaders, plannedLoaders } from "./outputs.js";
-import { type JobState, ScheduledJob, Scheduler } from "./scheduler.js";
+import { type JobState, ScheduledJob, Scheduler, type StateListener } from "./scheduler.js";
 import { SlurmBackend } from "./slurm-backend.js";
 import { ExperimentRecords, markWorkspace, readJobStatus, writeJobStatus } from "./xpm-records.js";
 
@@ -221,6 +221,17 @@ function failureReason(state: JobState): "dependency" | "failed" | undefined {
   return state === "dependency failed" ? "dependency" : state === "error" ? "failed" : undefined;
 }
 
+/** A job's new state, in the experiment's records and in the job's own status file. */
+function recordState(records: ExperimentRecords, entry: ScheduledJob, state: JobState, detail: Parameters<StateListener>[2]): void {
+  const failure = failureReason(state);
+  const xpmState = state === "dependency failed" ? "error" : state;
+  records.jobState(entry.job.identifier, xpmState, failure);
+  writeJobStatus(
+    { jobDir: entry.job.dir, identifier: entry.job.identifier, taskId: entry.job.typeId },
+    { state: xpmState, failureReason: failure ?? null, process: (detail.record as Record<string, unknown> | undefined) ?? null, ...(detail.exit ? { exitCode: detail.exit.code } : {}) },
+  );
+}
+
 /**
  * Runs a plan: `plan(xp)` submits jobs with `xp.submit(learner, { tags })` and may await their
  * results. Resolves once every submitted job has ended.
@@ -242,13 +253,7 @@ export async function experiment(
   const scheduler = new Scheduler({
     imports: (options.imports ?? []).map((file) => resolve(file)),
     onState: (entry, state, detail) => {
-      const failure = failureReason(state);
-      const xpmState = state === "dependency failed" ? "error" : state;
-      records.jobState(entry.job.identifier, xpmState, failure);
-      writeJobStatus(
-        { jobDir: entry.job.dir, identifier: entry.job.identifier, taskId: entry.job.typeId },
-        { state: xpmState, failureReason: failure ?? null, process: (detail.record as Record<string, unknown> | undefined) ?? null, ...(detail.exit ? { exitCode: detail.exit.code } : {}) },
-      );
+      recordState(records, entry, state, detail);
       const tags = Object.entries(entry.tags).map(([k, v]) => `${k}=${v}`).join(" ");
       log?.(`xpm-torch ${name}: ${entry.job.identifier.slice(0, 12)} ${tags ? `[${tags}] ` : ""}${state}${detail.failure ? `: ${detail.failure.split("\n")[0]}` : ""}`);
       options.onJobState?.(xp.handleOf(entry.job.identifier), state);
