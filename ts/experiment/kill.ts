@@ -1,10 +1,10 @@
 // `xpm-torch jobs kill`: stops one job, wherever it runs.
-import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
 
 import { XpmTorchError } from "../errors.js";
 import type { JobInfo } from "../report/job.js";
+import { liveLockHolder } from "../workspace/job.js";
 import { cancelJob } from "./slurm.js";
 
 /**
@@ -22,21 +22,12 @@ export async function killJob(jobs: readonly JobInfo[], prefix: string): Promise
     await cancelJob(record.id);
     return `cancelled SLURM job ${record.id} (${job.dir})`;
   }
-  const pid = record?.type === "local" && record.host === hostname() && typeof record.pid === "number" ? record.pid : lockHolderHere(job);
+  // A job run by `learn()` outside any experiment has no record: its lock names its process.
+  const locked = liveLockHolder(join(job.dir, `${job.typeId.slice(job.typeId.lastIndexOf(".") + 1)}.lock`));
+  const pid = record?.type === "local" && record.host === hostname() && typeof record.pid === "number" ? record.pid : locked?.host === hostname() ? locked.pid : undefined;
   if (job.state !== "running" || pid === undefined) {
     throw new XpmTorchError("ERR_NO_JOB", `job ${job.dir} is ${job.state}${record?.type === "local" && record.host !== hostname() ? ` on ${String(record.host)}` : ""}: nothing to stop here`);
   }
   process.kill(pid, "SIGTERM");
   return `sent SIGTERM to process ${pid} (${job.dir}): it writes a checkpoint and stops; running the job again resumes it`;
-}
-
-/** The pid in the job's lock, for a job run by `learn()` outside any experiment. */
-function lockHolderHere(job: JobInfo): number | undefined {
-  const name = job.typeId.slice(job.typeId.lastIndexOf(".") + 1);
-  try {
-    const lock = JSON.parse(readFileSync(join(job.dir, `${name}.lock`), "utf8")) as { pid?: unknown; host?: unknown };
-    return lock.host === hostname() && typeof lock.pid === "number" ? lock.pid : undefined;
-  } catch {
-    return undefined;
-  }
 }

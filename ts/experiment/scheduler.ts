@@ -1,14 +1,13 @@
 // The experiment's jobs and their states: a job waits for its dependencies, starts when its
 // launcher has room, and ends done or in error; the dependents of a failed job never run.
 import { readFileSync } from "node:fs";
-import { hostname } from "node:os";
 
 import { identifierOf } from "../config/identity.js";
 import { InternalError, XpmTorchError } from "../errors.js";
 import { completed } from "../launch.js";
 import type { LearnResult, LearnerConfig } from "../learn-types.js";
 import type { StoredResult } from "../train.js";
-import { type Job, prepareJobDirectory, processAlive, storedResult } from "../workspace/job.js";
+import { type Job, liveLockHolder, prepareJobDirectory, storedResult } from "../workspace/job.js";
 import { readParamsJson } from "../workspace/params-json.js";
 import type { Backend, ProcessExit, ProcessRecord } from "./backend.js";
 import { JobFailedError } from "./errors.js";
@@ -87,7 +86,7 @@ export class Scheduler {
       this.jobs.push(entry);
       if (stored) return this.finishDone(entry, stored, true);
       if (record) return void this.follow(entry, record);
-      if (lockHolder(entry.job)) return void this.waitForLock(entry);
+      if (liveLockHolder(entry.job.lockFile)) return void this.waitForLock(entry);
       this.move(entry, "waiting");
       this.pump();
     } finally {
@@ -216,7 +215,7 @@ export class Scheduler {
   /** Waits while another process (a learn() call, another plan) holds the job. */
   private async waitForLock(entry: ScheduledJob): Promise<void> {
     this.move(entry, "running");
-    while (lockHolder(entry.job)) await new Promise((wake) => setTimeout(wake, LOCK_POLL_MS));
+    while (liveLockHolder(entry.job.lockFile)) await new Promise((wake) => setTimeout(wake, LOCK_POLL_MS));
     this.settleFromFiles(entry, { code: null, how: "run by another process" });
   }
 
@@ -225,7 +224,7 @@ export class Scheduler {
     if (entry.settled) return; // a dependent cancelled in the queue
     const stored = storedResult<StoredResult>(entry.job);
     if (stored) return this.finishDone(entry, stored, false);
-    if (lockHolder(entry.job)) return void this.waitForLock(entry);
+    if (liveLockHolder(entry.job.lockFile)) return void this.waitForLock(entry);
     const how = exit.how ? ` (${exit.how})` : exit.code !== null ? ` with status ${exit.code}` : "";
     const message = recordedFailure(entry.job) ?? `the job's process ended${how} without a result`;
     this.finishError(entry, message, tailOf(outputFiles(entry.job).stderr), exit);
@@ -242,18 +241,6 @@ export class Scheduler {
     this.move(entry, "error", { failure: message, ...(exit ? { exit } : {}) });
     entry.fail(new JobFailedError(entry.job, "error", message, stderrTail));
     this.pump();
-  }
-}
-
-/** The live process holding the job's lock, if one does (of this host, or of another). */
-function lockHolder(job: Job): { pid: number; host: string } | undefined {
-  try {
-    const holder = JSON.parse(readFileSync(job.lockFile, "utf8")) as { pid?: unknown; host?: unknown };
-    if (typeof holder.pid !== "number" || typeof holder.host !== "string") return undefined;
-    if (holder.host === hostname() && !processAlive(holder.pid)) return undefined;
-    return { pid: holder.pid, host: holder.host };
-  } catch {
-    return undefined;
   }
 }
 

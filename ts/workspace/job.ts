@@ -65,10 +65,28 @@ export function writeAtomic(file: string, text: string): void {
   renameSync(tmp, file);
 }
 
-interface LockHolder {
-  pid: number;
-  host: string;
-  started: string;
+/** The process a job's lock names. */
+export interface LockHolder {
+  readonly pid: number;
+  readonly host: string;
+  readonly started: string;
+}
+
+/** The holder a lock file names; undefined while it is being written, or for garbage. */
+export function readLockHolder(lockFile: string): LockHolder | undefined {
+  try {
+    const holder = JSON.parse(readFileSync(lockFile, "utf8")) as Partial<LockHolder>;
+    if (typeof holder.pid !== "number" || typeof holder.host !== "string") return undefined;
+    return { pid: holder.pid, host: holder.host, started: String(holder.started ?? "") };
+  } catch {
+    return undefined;
+  }
+}
+
+/** The lock's holder, unless it is a process of this host that no longer exists. */
+export function liveLockHolder(lockFile: string): LockHolder | undefined {
+  const holder = readLockHolder(lockFile);
+  return holder && (holder.host !== hostname() || processAlive(holder.pid)) ? holder : undefined;
 }
 
 /** Whether a process of this host with this pid exists (a signal 0 reaches it, or may not). */
@@ -97,12 +115,8 @@ export function acquireLock(job: Job): () => void {
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
     }
-    let holder: LockHolder | undefined;
-    try {
-      holder = JSON.parse(readFileSync(job.lockFile, "utf8")) as LockHolder;
-    } catch {
-      holder = undefined; // being written right now, or garbage: treat as held
-    }
+    // Unreadable (being written right now, or garbage): held.
+    const holder = readLockHolder(job.lockFile);
     if (holder && holder.host === me.host && !processAlive(holder.pid)) {
       rmSync(job.lockFile, { force: true });
       continue;
