@@ -10,8 +10,8 @@ import { fileURLToPath } from "node:url";
 
 /** Lowest first. Each top-level module of the core belongs to exactly one layer. */
 export const LAYERS = [
-  ["shim", "fsutil"],
   ["error"],
+  ["fsutil", "shim"],
   ["config"],
   ["rng", "runtime", "text", "logging"],
   ["data"],

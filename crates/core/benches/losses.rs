@@ -18,8 +18,9 @@ use xpm_torch_core::losses::listwise::{
     PairWeighting, RankNet, Reduction,
 };
 use xpm_torch_core::losses::{
-    BatchwiseLoss, CrossEntropyLoss, HingeLoss, OutputType, PairwiseLoss, PointwiseCrossEntropyLoss,
+    BatchwiseLoss, CrossEntropyLoss, HingeLoss, PairwiseLoss, PointwiseCrossEntropyLoss,
 };
+use xpm_torch_core::models::OutputType;
 
 const PAIRS: i64 = 256;
 const QUERIES: i64 = 32;

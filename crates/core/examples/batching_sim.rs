@@ -19,7 +19,7 @@
 use std::collections::BTreeMap;
 
 use tch::{Device, Kind, Tensor};
-use xpm_torch_core::batching::memory::{CpuMemory, CudaMemory, MemoryProbe, SimulatedDevice};
+use xpm_torch_core::batching::SimulatedDevice;
 use xpm_torch_core::batching::{
     BatchDims, Batcher, Combine, CostModel, Dims, Formula, MicroBatchable,
 };
@@ -29,9 +29,11 @@ use xpm_torch_core::config::{
 };
 use xpm_torch_core::config::{FabricConfiguration, ModelConfig};
 use xpm_torch_core::data::{EncodedRows, EncodedTexts, ScoreInput};
+use xpm_torch_core::models::PlacedModel;
 use xpm_torch_core::models::{build, Model};
 use xpm_torch_core::rng::Rng;
-use xpm_torch_core::runtime::{Hardware, PlacedModel, Runtime};
+use xpm_torch_core::runtime::memory::{CpuMemory, CudaMemory, MemoryProbe};
+use xpm_torch_core::runtime::{Hardware, Runtime};
 use xpm_torch_core::Result;
 
 const MIB: f64 = (1u64 << 20) as f64;

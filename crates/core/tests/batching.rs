@@ -7,7 +7,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 use tch::{Device, Kind, Tensor};
-use xpm_torch_core::batching::memory::SimulatedDevice;
+use xpm_torch_core::batching::SimulatedDevice;
 use xpm_torch_core::batching::{BatchDims, Batcher, Combine, CostModel, Formula, MicroBatchable};
 use xpm_torch_core::config::{
     AdaptivePackerConfig, BatchDimsProviderConfig, BatcherConfig, DimsProviderConfig,

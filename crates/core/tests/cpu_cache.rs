@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use tch::{Device, Kind, Tensor};
-use xpm_torch_core::batching::memory::{
+use xpm_torch_core::runtime::memory::{
     cpu_tensor_cache_bytes, install_cpu_tensor_cache, release_free_heap, HeapTrimmer,
 };
 

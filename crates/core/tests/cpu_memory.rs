@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used)]
 
 use tch::{Device, Kind, Tensor};
-use xpm_torch_core::batching::memory::{CpuMemory, MemoryProbe};
+use xpm_torch_core::runtime::memory::{CpuMemory, MemoryProbe};
 
 #[test]
 fn the_probe_measures_resident_memory_its_peak_and_a_cap() {

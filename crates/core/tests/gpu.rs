@@ -9,7 +9,6 @@
 use std::sync::atomic::AtomicBool;
 
 use tch::{Device, Kind, Tensor};
-use xpm_torch_core::batching::memory::{is_out_of_memory, CudaMemory, MemoryProbe};
 use xpm_torch_core::config::parse_learner;
 use xpm_torch_core::config::FabricConfiguration;
 use xpm_torch_core::data::{
@@ -18,6 +17,7 @@ use xpm_torch_core::data::{
 use xpm_torch_core::distributed::{Backend, DistEnv, DistOptions, ProcessGroup, ReduceOp};
 use xpm_torch_core::learner::{learn, LearnOutput, NoObserver};
 use xpm_torch_core::rng::Rng;
+use xpm_torch_core::runtime::memory::{is_out_of_memory, CudaMemory, MemoryProbe};
 use xpm_torch_core::runtime::{cuda_library, CudaLibrary, Hardware, LossScaler, Runtime};
 
 #[path = "support/demo_config.rs"]

@@ -18,8 +18,8 @@ use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use tch::Device;
-use xpm_torch_core::batching::memory::cuda_memory_stats;
 use xpm_torch_core::learner::{learn, EpochReport, Observer};
+use xpm_torch_core::runtime::memory::cuda_memory_stats;
 use xpm_torch_core::runtime::Runtime;
 use xpm_torch_core::{config, Error};
 

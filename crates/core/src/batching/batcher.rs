@@ -9,10 +9,10 @@
 use super::cost::{CostModel, Dims};
 use super::dims::{BatchDims, DimsProvider};
 use super::formula::Formula;
-use super::memory::{is_out_of_memory, MemoryProbe};
 use super::packers::{MicroBatchable, Packer, PackingLimits};
 use crate::config::{BatcherConfig, PredictiveBatcherConfig};
 use crate::error::TorchMessage;
+use crate::runtime::memory::{is_out_of_memory, MemoryProbe};
 use crate::{Error, Result};
 
 /// What processing one outer batch took.

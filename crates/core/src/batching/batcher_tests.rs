@@ -1,8 +1,8 @@
 use std::collections::BTreeMap;
 
 use super::super::formula::tests::{names, square_formula, square_terms};
-use super::super::memory::SimulatedDevice;
 use super::super::packers::tests::{length_dims, Lengths};
+use super::super::SimulatedDevice;
 use super::*;
 use crate::config::{
     AdaptivePackerConfig, BatchDimsProviderConfig, DimsProviderConfig, NoParams, PackerConfig,

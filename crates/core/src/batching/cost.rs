@@ -6,14 +6,11 @@
 //! subtracted from the observations before solving, and the trailing slot of the coefficient
 //! vector is 1 (0 when the formula has no such part).
 
-use std::collections::BTreeMap;
-
 use super::formula::{Formula, Monomial};
 use super::lstsq::min_norm_least_squares;
 use crate::{Error, Result};
 
-/// Named batch dimensions, e.g. `{bs: 8, l: 256}`.
-pub type Dims = BTreeMap<String, u64>;
+pub use crate::runtime::memory::Dims;
 
 /// A batch size chosen against a budget.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

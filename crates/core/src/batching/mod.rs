@@ -5,11 +5,12 @@ mod cost;
 mod dims;
 mod formula;
 mod lstsq;
-pub mod memory;
 mod packers;
+mod simulated;
 
 pub use batcher::*;
 pub use cost::*;
 pub use dims::*;
 pub use formula::*;
 pub use packers::*;
+pub use simulated::*;

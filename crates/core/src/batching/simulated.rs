@@ -4,10 +4,10 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::base::MemoryProbe;
-use crate::batching::cost::{CostModel, Dims};
+use super::cost::{CostModel, Dims};
 use crate::error::TorchMessage;
 use crate::rng::Rng;
+use crate::runtime::memory::MemoryProbe;
 use crate::{Error, Result};
 
 /// What the simulated device has seen.
@@ -162,7 +162,7 @@ impl MemoryProbe for SimulatedDevice {
 mod tests {
     use super::*;
     use crate::batching::formula::tests::square_formula;
-    use crate::batching::memory::is_out_of_memory;
+    use crate::runtime::memory::is_out_of_memory;
 
     fn dims(bs: u64, l: u64) -> Dims {
         Dims::from([("bs".to_string(), bs), ("l".to_string(), l)])

@@ -40,7 +40,17 @@ pub struct SigmoidOutputConfig {
     /// The model whose real-valued scores are read as logits.
     pub model: Box<ModelConfig>,
     /// `probability` (sigmoid) or `log-probability` (log-sigmoid).
-    pub output: crate::losses::OutputType,
+    pub output: SigmoidScores,
+}
+
+/// What [`SigmoidOutputConfig`] makes of the logits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SigmoidScores {
+    /// `sigmoid(x)`.
+    Probability,
+    /// `log(sigmoid(x))`.
+    LogProbability,
 }
 
 /// Several named models trained together; `scorer` names the one that scores.

@@ -11,12 +11,11 @@
 //! cost is that communication no longer overlaps the backward.
 
 mod env;
-mod error;
 mod ffi;
 mod group;
 mod hostlist;
 mod peers;
 
+pub use crate::error::DistributedError;
 pub use env::*;
-pub use error::*;
 pub use group::*;

@@ -1,5 +1,9 @@
 use std::fmt;
 
+mod distributed;
+
+pub use distributed::DistributedError;
+
 /// Result of every fallible operation of the core.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -72,7 +76,7 @@ pub enum Error {
     Callback(String),
     /// A distributed run failed: its environment, rendezvous or a collective.
     #[error(transparent)]
-    Distributed(#[from] crate::distributed::DistributedError),
+    Distributed(#[from] DistributedError),
     /// What was asked is valid but not available here (a dtype, a device, a size libtorch's
     /// interfaces cannot take): not a bug, and not fixed by changing the configuration alone.
     #[error("unsupported: {0}")]
@@ -84,9 +88,7 @@ impl Error {
     pub fn code(&self) -> &'static str {
         match self {
             Error::Config { .. } => "ERR_CONFIG",
-            Error::Torch(_) if crate::batching::memory::is_out_of_memory(self) => {
-                "ERR_OUT_OF_MEMORY"
-            }
+            Error::Torch(_) if is_out_of_memory(self) => "ERR_OUT_OF_MEMORY",
             Error::Torch(_) => "ERR_TORCH",
             Error::Panic(_) => "ERR_PANIC",
             Error::Cancelled => "ERR_CANCELLED",
@@ -105,8 +107,8 @@ impl Error {
     /// variant under a stable camelCase name (`detail` is the message without its prefix).
     /// TypeScript builds its error classes from these fields.
     pub fn payload(&self) -> serde_json::Value {
-        use crate::distributed::DistributedError as D;
         use serde_json::json;
+        use DistributedError as D;
         let fields = match self {
             Error::Config { path, message } => json!({ "path": path, "detail": message }),
             Error::Torch(message) => json!({ "detail": message.0 }),
@@ -207,6 +209,20 @@ impl From<tch::TchError> for Error {
     }
 }
 
+/// Whether `err` is libtorch running out of memory: CUDA's allocator, cuBLAS's allocation
+/// failure, cuDNN's not-supported status (how cuDNN reports oversized workspaces), or the CPU
+/// allocator.
+pub fn is_out_of_memory(err: &Error) -> bool {
+    let Error::Torch(message) = err else {
+        return false;
+    };
+    let text = message.0.as_str();
+    (text.contains("CUDA") && text.contains("out of memory"))
+        || text.contains("cuDNN error: CUDNN_STATUS_NOT_SUPPORTED.")
+        || text.contains("DefaultCPUAllocator: can't allocate memory")
+        || text.contains("CUBLAS_STATUS_ALLOC_FAILED")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -261,5 +277,48 @@ mod tests {
         .into();
         assert_eq!(oom.code(), "ERR_OUT_OF_MEMORY");
         assert_eq!(oom.payload()["code"], "ERR_OUT_OF_MEMORY");
+    }
+}
+
+#[cfg(test)]
+mod out_of_memory_tests {
+    use super::*;
+
+    fn torch(message: &str) -> Error {
+        tch::TchError::Torch(message.to_string()).into()
+    }
+
+    #[test]
+    fn the_four_libtorch_messages_are_out_of_memory() {
+        for message in [
+            "CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 15.78 GiB total capacity)",
+            "cuDNN error: CUDNN_STATUS_NOT_SUPPORTED. This error may appear if you passed in a \
+             non-contiguous input.",
+            "[enforce fail at alloc_cpu.cpp:117] data. DefaultCPUAllocator: can't allocate memory: \
+             you tried to allocate 858993459200 bytes.",
+            "CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`",
+        ] {
+            assert!(is_out_of_memory(&torch(message)), "{message}");
+        }
+    }
+
+    #[test]
+    fn other_errors_are_not() {
+        assert!(!is_out_of_memory(&torch(
+            "mat1 and mat2 shapes cannot be multiplied (4x3 and 5x2)"
+        )));
+        assert!(!is_out_of_memory(&torch("CUDA error: device-side assert")));
+        assert!(!is_out_of_memory(&torch("out of memory")));
+        assert!(!is_out_of_memory(&Error::config("x", "CUDA out of memory")));
+    }
+
+    #[test]
+    fn a_real_cpu_allocation_failure_is_recognised() {
+        // An allocation no machine can satisfy: libtorch's CPU allocator refuses it.
+        let err: Error = tch::Tensor::f_empty([1i64 << 40], (tch::Kind::Float, tch::Device::Cpu))
+            .map(|_| ())
+            .map_err(Error::from)
+            .unwrap_err();
+        assert!(is_out_of_memory(&err), "{err}");
     }
 }

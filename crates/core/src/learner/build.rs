@@ -31,13 +31,13 @@ use crate::losses::batchwise::{
 };
 use crate::losses::listwise::listwise_loss;
 use crate::losses::{AnyLoss, LossSet};
-use crate::losses::{CrossEntropyLoss, HingeLoss, OutputType, PointwiseCrossEntropyLoss};
-use crate::models::{self, Model};
+use crate::losses::{CrossEntropyLoss, HingeLoss, PointwiseCrossEntropyLoss};
+use crate::models::{self, Model, OutputType, PlacedModel};
 use crate::optim::{
     schedule, Adafactor, Adam, Optimizer, Optimizers, ParameterFilter, ScheduledOptimizer, Sgd,
 };
 use crate::rng::Rng;
-use crate::runtime::{LossScaler, PlacedModel, RunGenerators, Runtime};
+use crate::runtime::{LossScaler, RunGenerators, Runtime};
 use crate::{Error, Result};
 
 pub(crate) struct Run {

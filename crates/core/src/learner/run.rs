@@ -15,10 +15,11 @@ use super::distributed::Distributed;
 use super::listeners::{ListenerStatus, ListenerView};
 use super::reproducibility::reproducibility_warnings;
 use super::{EpochReport, LearnOutput, Observer, StepProgress, TrainerContext};
-use crate::batching::memory::{install_cpu_tensor_cache, HeapTrimmer};
 use crate::config::{JsHookKind, LearnerConfig};
 use crate::data::Shard;
+use crate::distributed::DistEnv;
 use crate::models::draws_from_global_generator;
+use crate::runtime::memory::{install_cpu_tensor_cache, HeapTrimmer};
 use crate::runtime::{GlobalGeneratorLease, Runtime};
 use crate::{Error, Result};
 
@@ -111,7 +112,9 @@ impl Placement {
         observer: &mut dyn Observer,
         warnings: &mut Vec<String>,
     ) -> Result<Self> {
-        let (runtime, runtime_warnings) = Runtime::from_config(&config.fabric_config)?;
+        let local_rank = DistEnv::from_env().map_or(0, |env| env.local_rank);
+        let (runtime, runtime_warnings) =
+            Runtime::for_local_rank(&config.fabric_config, local_rank)?;
         warn(observer, warnings, runtime_warnings);
         runtime.apply()?;
         let (dist, dist_warnings) = Distributed::join(&config.fabric_config, runtime.device)?;

@@ -2,19 +2,6 @@ use tch::Tensor;
 
 use crate::Result;
 
-/// What a model's scores are, which decides how a loss turns them into probabilities
-/// (`real`, `probability`, `log-probability` in configurations).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Deserialize, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum OutputType {
-    /// Any real number, read as a logit.
-    Real,
-    /// A probability in (0, 1).
-    Probability,
-    /// The logarithm of a probability, so at most 0.
-    LogProbability,
-}
-
 /// A loss over pairs of scores.
 pub trait PairwiseLoss: Send {
     /// The name metrics are logged under (the reference's, e.g. `pair-hinge`).
@@ -49,7 +36,7 @@ pub trait BatchwiseLoss: Send {
 pub(crate) mod fixture {
     use serde_json::Value;
 
-    use super::OutputType;
+    use crate::models::OutputType;
 
     const JSON: &str = include_str!(concat!(
         env!("CARGO_MANIFEST_DIR"),

@@ -2,7 +2,8 @@
 
 use tch::{Kind, Reduction, TchError, Tensor};
 
-use super::{BatchwiseLoss, OutputType};
+use super::BatchwiseLoss;
+use crate::models::OutputType;
 use crate::Result;
 
 /// The shape both tensors share, or an error naming the loss and both shapes.

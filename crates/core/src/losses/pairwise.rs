@@ -2,7 +2,8 @@
 
 use tch::{Reduction, Tensor};
 
-use super::{bce_with_log_probabilities, OutputType, PairwiseLoss};
+use super::{bce_with_log_probabilities, PairwiseLoss};
+use crate::models::OutputType;
 use crate::Result;
 
 /// `max(0, margin - (s+ - s-))` per pair.

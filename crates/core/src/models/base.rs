@@ -3,8 +3,20 @@ use std::path::Path;
 use tch::Tensor;
 
 use crate::data::ScoreInput;
-use crate::losses::OutputType;
 use crate::{Error, Result};
+
+/// What a model's scores are, which decides how a loss turns them into probabilities
+/// (`real`, `probability`, `log-probability` in configurations).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OutputType {
+    /// Any real number, read as a logit.
+    Real,
+    /// A probability in (0, 1).
+    Probability,
+    /// The logarithm of a probability, so at most 0.
+    LogProbability,
+}
 
 /// A named trainable tensor of a model.
 #[derive(Debug)]

@@ -1,9 +1,8 @@
 use tch::Tensor;
 
-use super::{build, Model, NamedParameter};
+use super::{build, Model, NamedParameter, OutputType};
 use crate::config::MultipleModelConfig;
 use crate::data::ScoreInput;
-use crate::losses::OutputType;
 use crate::rng::Rng;
 use crate::{Error, Result};
 

@@ -1,9 +1,8 @@
 use tch::Tensor;
 
-use super::Runtime;
+use super::{Model, NamedParameter, OutputType};
 use crate::data::ScoreInput;
-use crate::losses::OutputType;
-use crate::models::{Model, NamedParameter};
+use crate::runtime::Runtime;
 use crate::Result;
 
 /// Moves every parameter of `model` to the runtime's device and parameter dtype, in place (as
@@ -85,7 +84,7 @@ mod tests {
     use crate::config::MlpScorerConfig;
     use crate::models::MlpScorer;
     use crate::rng::Rng;
-    use crate::runtime::device::Hardware;
+    use crate::runtime::Hardware;
 
     fn runtime(precision: &str) -> Runtime {
         let config = crate::config::tests_support::cpu_fabric(precision);

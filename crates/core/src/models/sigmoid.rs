@@ -1,9 +1,8 @@
 use tch::Tensor;
 
-use super::{build, Model, NamedParameter};
-use crate::config::SigmoidOutputConfig;
+use super::{build, Model, NamedParameter, OutputType};
+use crate::config::{SigmoidOutputConfig, SigmoidScores};
 use crate::data::{EncodedRows, ScoreInput};
-use crate::losses::OutputType;
 use crate::rng::Rng;
 use crate::Result;
 
@@ -33,7 +32,10 @@ impl SigmoidOutput {
         crate::config::ModelConfig::Sigmoid(config.clone()).validate(path)?;
         Ok(SigmoidOutput {
             model: build(&config.model, rng, &format!("{path}.model"))?,
-            output: config.output,
+            output: match config.output {
+                SigmoidScores::Probability => OutputType::Probability,
+                SigmoidScores::LogProbability => OutputType::LogProbability,
+            },
         })
     }
 }

@@ -1,10 +1,10 @@
 use std::path::Path;
 
 use super::{build, load_weights, Model};
-use crate::batching::memory::release_cpu_tensor_cache;
 use crate::config::ModelConfig;
 use crate::data::{EncodedRows, ScoreInput, TextEncoding, TokenTable};
 use crate::rng::Rng;
+use crate::runtime::memory::release_cpu_tensor_cache;
 use crate::text::TextInput;
 use crate::{Error, Result};
 

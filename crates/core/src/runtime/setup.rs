@@ -75,6 +75,18 @@ impl Runtime {
     /// missing: libtorch's CUDA libraries, xpm-torch's CUDA library, or a GPU), `16-mixed`
     /// without CUDA, zero threads.
     pub fn from_config(config: &FabricConfiguration) -> Result<(Runtime, Vec<String>)> {
+        Self::for_local_rank(config, 0)
+    }
+
+    /// [`Runtime::from_config`] for the process of `local_rank` on its node: under ddp on
+    /// CUDA, each process of a node takes the GPU of its local rank.
+    ///
+    /// # Errors
+    /// As [`Runtime::from_config`].
+    pub fn for_local_rank(
+        config: &FabricConfiguration,
+        local_rank: usize,
+    ) -> Result<(Runtime, Vec<String>)> {
         let accelerator =
             Accelerator::parse(&config.accelerator, &format!("{FABRIC_PATH}.accelerator"))?;
         // The CPU asks nothing about CUDA: no CUDA library is opened.
@@ -87,8 +99,6 @@ impl Runtime {
                 ));
             }
         }
-        // Under ddp on CUDA each process of a node takes the GPU of its local rank.
-        let local_rank = crate::distributed::DistEnv::from_env().map_or(0, |env| env.local_rank);
         Self::for_rank(config, hardware, local_rank)
     }
 

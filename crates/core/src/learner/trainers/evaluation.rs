@@ -8,7 +8,6 @@ use std::sync::Arc;
 use tch::{Kind, Tensor};
 
 use super::RecordDims;
-use crate::batching::memory::MemoryProbe;
 use crate::batching::Batcher;
 use crate::config::BatcherConfig;
 use crate::data::{
@@ -18,6 +17,7 @@ use crate::data::{
 use crate::learner::Metrics;
 use crate::losses::{score, LossSet, Scores};
 use crate::models::Model;
+use crate::runtime::memory::MemoryProbe;
 use crate::{Error, Result};
 
 impl LossSet {

@@ -166,7 +166,7 @@ mod tests {
         EvaluationBatching::new(
             &crate::config::BatcherConfig::Plain(crate::config::NoParams {}),
             chunk,
-            Box::new(crate::batching::memory::CpuMemory::new(None).unwrap()),
+            Box::new(crate::runtime::memory::CpuMemory::new(None).unwrap()),
             "v.batcher",
         )
         .unwrap()
@@ -339,7 +339,7 @@ mod tests {
         use std::collections::BTreeMap;
 
         use super::*;
-        use crate::batching::memory::SimulatedDevice;
+        use crate::batching::SimulatedDevice;
         use crate::batching::{CostModel, Formula};
         use crate::config::{
             BatchDimsProviderConfig, BatcherConfig, DimsProviderConfig, FormulaTermConfig,
@@ -347,7 +347,8 @@ mod tests {
         };
         use crate::data::{PairwiseSampler, Shard};
         use crate::losses::CrossEntropyLoss;
-        use crate::runtime::{PlacedModel, Runtime};
+        use crate::models::PlacedModel;
+        use crate::runtime::Runtime;
 
         const BATCH: usize = 16;
         /// Simulated bytes per record: the device holds 5 records at once.

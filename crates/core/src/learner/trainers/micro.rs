@@ -7,10 +7,11 @@ use std::sync::Arc;
 use serde_json::json;
 use tch::{Device, Tensor};
 
-use crate::batching::memory::{CpuMemory, CudaMemory, MemoryProbe, SimulatedDevice};
+use crate::batching::SimulatedDevice;
 use crate::batching::{BatchDims, Combine, Dims, MicroBatchable};
 use crate::config::{BatcherConfig, DimsProviderConfig};
 use crate::data::{packed_records, records_batch, Batch, JsData, JsMessage, ScoreInput, Tokens};
+use crate::runtime::memory::{CpuMemory, CudaMemory, MemoryProbe};
 use crate::{Error, Result};
 
 impl MicroBatchable for Batch {

@@ -8,7 +8,8 @@ use tch::Tensor;
 
 use super::*;
 use crate::losses::batchwise::{CrossEntropyLoss as BatchwiseCrossEntropy, SoftmaxCrossEntropy};
-use crate::losses::{BatchwiseLoss, OutputType, PairwiseLoss, PointwiseCrossEntropyLoss};
+use crate::losses::{BatchwiseLoss, PairwiseLoss, PointwiseCrossEntropyLoss};
+use crate::models::OutputType;
 
 fn floats(v: &Value) -> Vec<f32> {
     serde_json::from_value(v.clone()).unwrap()

@@ -4,7 +4,7 @@
 
 use std::ffi::c_int;
 
-use super::base::MemoryProbe;
+use super::probe::MemoryProbe;
 use crate::{Error, Result};
 
 extern "C" {

@@ -2,7 +2,7 @@
 //! ([`crate::runtime::cuda_library`]): peak and current allocated bytes, reserved bytes, device
 //! free memory, peak reset and cache emptying.
 
-use super::base::MemoryProbe;
+use super::probe::MemoryProbe;
 pub use crate::runtime::CudaMemoryStats;
 use crate::runtime::{cuda_library, CudaLibrary};
 use crate::Result;

@@ -1,11 +1,11 @@
-//! Memory probes: one interface, three backends.
+//! Memory probes (one interface; CUDA and CPU backends, and the simulated device of
+//! [`crate::batching::SimulatedDevice`]) and the CPU tensor cache.
 
-mod base;
 mod cpu;
 mod cuda;
-mod simulated;
+mod probe;
 
-pub use base::*;
+pub use crate::error::is_out_of_memory;
 pub use cpu::*;
 pub use cuda::*;
-pub use simulated::*;
+pub use probe::*;
