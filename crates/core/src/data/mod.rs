@@ -1,38 +1,13 @@
-//! Records, datasets and samplers.
+//! Data, in the order it flows: file formats read into records ([`formats`]), samplers that
+//! draw batches from them ([`samplers`]), the staging that prefetches batches and moves them to
+//! the model ([`staging`]), and data held on the JavaScript side ([`javascript`]).
 
-mod bom;
-mod collection;
-mod encoded;
-mod inputs;
-mod js;
-mod letor;
-mod ltr;
-mod msmarco;
-mod pass;
-mod prefetch;
-mod records;
+mod formats;
+mod javascript;
 mod samplers;
-mod slates;
-mod synthetic;
-mod text_pairs;
-mod text_triplets;
-mod trec;
-mod triplets;
+mod staging;
 
-pub use collection::*;
-pub use encoded::*;
-pub use inputs::*;
-pub use js::*;
-pub use letor::*;
-pub use ltr::*;
-pub use msmarco::*;
-pub use pass::*;
-pub use prefetch::*;
-pub use records::*;
+pub use formats::*;
+pub use javascript::*;
 pub use samplers::*;
-pub use slates::*;
-pub use synthetic::*;
-pub use text_pairs::*;
-pub use text_triplets::*;
-pub use trec::{read_id_triplets, Candidate, Qrels, TrecRun};
-pub use triplets::*;
+pub use staging::*;

@@ -10,9 +10,9 @@ const BOM: &[u8] = "\u{FEFF}".as_bytes();
 /// `first` (a file's first line, or its whole text) without a leading byte-order mark.
 ///
 /// Every text format of the core passes its file's start through here, in one of three
-/// places: [`super::read_utf8`] (LETOR/SVMlight, triplets of token ids, text triplets and
-/// scored text pairs, TSV and JSONL), [`super::trec::each_line`] (qrels, runs, triplets of ids)
-/// and [`super::TextCollection::open`] (collections and queries).
+/// places: [`crate::data::read_utf8`] (LETOR/SVMlight, triplets of token ids, text triplets and
+/// scored text pairs, TSV and JSONL), [`crate::data::formats::trec::each_line`] (qrels, runs, triplets of ids)
+/// and [`crate::data::TextCollection::open`] (collections and queries).
 pub(crate) fn without_bom(first: &[u8]) -> &[u8] {
     first.strip_prefix(BOM).unwrap_or(first)
 }
@@ -21,13 +21,13 @@ pub(crate) fn without_bom(first: &[u8]) -> &[u8] {
 mod tests {
     use std::path::{Path, PathBuf};
 
-    use super::super::msmarco::tests::{fixture, reranking_config, trec};
     use super::*;
     use crate::config::tests_support::scratch_dir;
     use crate::config::{
         IdTripletFileConfig, IdTripletSamplerConfig, TextCollectionConfig, TextPairFileConfig,
         TextTripletFileConfig, TrecQrelsConfig, TrecRunConfig, TripletFileConfig, Typed,
     };
+    use crate::data::formats::msmarco::tests::{fixture, reranking_config, trec};
     use crate::data::{
         read_letor, read_text_pairs, read_text_triplets, read_triplets, IdTriplets, Reranking,
         TripletTexts,

@@ -1,7 +1,7 @@
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::time::{Duration, Instant};
 
-use super::{Batch, RecordKind, Sampler, Staging, Truncation};
+use crate::data::{Batch, RecordKind, Sampler, Staging, Truncation};
 use crate::{Error, Result};
 
 /// A batch, the sampler's position after it and its truncation counts so far.

@@ -2,8 +2,8 @@ use std::sync::Arc;
 
 use tch::{Kind, Tensor};
 
-use super::inputs::pad_columns;
-use super::ScoreInput;
+use crate::data::staging::score_input::pad_columns;
+use crate::data::ScoreInput;
 use crate::text::{EncodedBatch, TextInput, TextTokenizer};
 use crate::Result;
 

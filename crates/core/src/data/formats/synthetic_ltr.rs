@@ -1,5 +1,5 @@
-use super::LtrDataset;
 use crate::config::SyntheticLtrConfig;
+use crate::data::LtrDataset;
 use crate::rng::Rng;
 
 /// Grade boundaries on the standardised score `(w·x + noise) / sqrt(1 + noise²)`.

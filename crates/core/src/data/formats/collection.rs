@@ -13,7 +13,7 @@ use std::io::{BufRead, BufReader};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-use super::bom::without_bom;
+use crate::data::formats::bom::without_bom;
 use crate::{Error, Result};
 
 /// A collection's position of an entry (its line among the non-blank ones, from 0).

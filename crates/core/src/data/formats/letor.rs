@@ -3,8 +3,8 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use super::bom::without_bom;
-use super::LtrDataset;
+use crate::data::formats::bom::without_bom;
+use crate::data::LtrDataset;
 use crate::{Error, Result};
 
 /// Without `num_features`, the dimension is the largest index seen; a larger index is far more

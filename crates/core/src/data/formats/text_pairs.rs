@@ -2,17 +2,10 @@
 //! on the data producer thread by the model's own tokenizer.
 
 use std::path::Path;
-use std::sync::Arc;
 
-use tch::Tensor;
-
-use super::text_triplets::{is_jsonl, parse_lines, strs, tsv_fields, LineError};
-use super::{
-    pass_position, read_utf8, restore_pass, Batch, PointwiseBatch, RecordKind, Sampler, Shard,
-    ShuffledPass, TextEncoding, Truncation,
-};
 use crate::config::TextPairFileConfig;
-use crate::rng::Rng;
+use crate::data::formats::text_triplets::{is_jsonl, parse_lines, tsv_fields, LineError};
+use crate::data::read_utf8;
 use crate::Result;
 
 /// Scored text pairs, one entry per field.
@@ -93,78 +86,6 @@ fn json_pair(line: &str) -> std::result::Result<Pair, LineError> {
     }
     let score = relevance(p.score, column("score"))?;
     Ok((p.query, p.document, score))
-}
-
-/// Scored text pairs in a fresh random order each pass, each batch encoded for the model:
-/// pointwise records whose relevance is the pair's score.
-#[derive(Debug)]
-pub struct TextPairSampler {
-    pairs: Arc<TextPairs>,
-    encoding: TextEncoding,
-    pass: ShuffledPass,
-    truncation: Truncation,
-}
-
-impl TextPairSampler {
-    /// A sampler over `pairs`, this `shard` of them, shuffled by `rng`, encoded by `encoding`.
-    ///
-    /// # Errors
-    /// [`Error::Config`](crate::Error::Config) at `path` when there are fewer pairs than ranks.
-    pub fn new(
-        pairs: TextPairs,
-        encoding: TextEncoding,
-        rng: Rng,
-        shard: Shard,
-        path: &str,
-    ) -> Result<Self> {
-        Ok(TextPairSampler {
-            pass: ShuffledPass::new(pairs.query.len(), rng, shard, path)?,
-            pairs: Arc::new(pairs),
-            encoding,
-            truncation: Truncation::default(),
-        })
-    }
-}
-
-impl Sampler for TextPairSampler {
-    fn kind(&self) -> RecordKind {
-        RecordKind::Pointwise
-    }
-
-    fn next_batch(&mut self, size: usize) -> Result<Batch> {
-        let rows: Vec<usize> = (0..size).map(|_| self.pass.next_item()).collect();
-        let p = &self.pairs;
-        let queries: Vec<String> = rows.iter().map(|&r| p.query[r].clone()).collect();
-        let documents: Vec<String> = rows.iter().map(|&r| p.document[r].clone()).collect();
-        let scores: Vec<f32> = rows.iter().map(|&r| p.score[r]).collect();
-        let (input, cut) = self.encoding.encode(&strs(&queries), &strs(&documents))?;
-        self.truncation = self.truncation.plus(cut);
-        Ok(Batch::Pointwise(PointwiseBatch {
-            input,
-            relevance: Tensor::f_from_slice(&scores)?,
-        }))
-    }
-
-    fn position(&self) -> serde_json::Value {
-        pass_position(&self.pass)
-    }
-
-    fn restore(&mut self, position: &serde_json::Value, path: &str) -> Result<()> {
-        restore_pass(&mut self.pass, position, path)
-    }
-
-    fn truncation(&self) -> Option<Truncation> {
-        Some(self.truncation)
-    }
-
-    fn fork(&self) -> Box<dyn Sampler> {
-        Box::new(TextPairSampler {
-            pairs: self.pairs.clone(),
-            encoding: self.encoding.clone(),
-            pass: self.pass.clone(),
-            truncation: self.truncation,
-        })
-    }
 }
 
 #[cfg(test)]

@@ -95,7 +95,7 @@ pub enum ScoreInput {
         document: Tokens,
     },
     /// Texts encoded by a Hugging Face tokenizer (pretrained text models).
-    Encoded(super::EncodedTexts),
+    Encoded(crate::data::EncodedTexts),
 }
 
 impl ScoreInput {
@@ -246,7 +246,7 @@ impl ScoreInput {
     ///
     /// # Errors
     /// [`Error::Config`] for feature vectors or token ids.
-    pub fn encoded(&self, model: &str) -> Result<&super::EncodedTexts> {
+    pub fn encoded(&self, model: &str) -> Result<&crate::data::EncodedTexts> {
         match self {
             ScoreInput::Encoded(e) => Ok(e),
             other => Err(Error::config(

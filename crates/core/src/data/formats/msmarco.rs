@@ -5,12 +5,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::SystemTime;
 
-use super::text_triplets::strs;
-use super::{
+use crate::config::{IdTripletSamplerConfig, TextCollectionConfig, TextRerankingConfig};
+use crate::data::formats::text_triplets::strs;
+use crate::data::{
     read_id_triplets, Entry, LtrDataset, Qrels, ScoreInput, TextCollection, TextEncoding, TrecRun,
     TripletTexts, Truncation,
 };
-use crate::config::{IdTripletSamplerConfig, TextCollectionConfig, TextRerankingConfig};
 use crate::{Error, Result};
 
 /// What tells an opened file from a changed one: its canonical path, length and modification

@@ -3,11 +3,8 @@
 
 use std::path::Path;
 
-use super::{
-    pass_position, read_utf8, restore_pass, Batch, PairwiseBatch, RecordKind, Sampler, ScoreInput,
-    Shard, ShuffledPass, TokenTable,
-};
 use crate::config::{SyntheticTripletsConfig, TripletFileConfig, TripletsConfig};
+use crate::data::{read_utf8, PairwiseBatch, ScoreInput, TokenTable};
 use crate::rng::Rng;
 use crate::{Error, Result};
 
@@ -279,52 +276,6 @@ pub fn synthetic_triplets(config: &SyntheticTripletsConfig, path: &str) -> Resul
     Ok(triplets)
 }
 
-/// Triplets of token ids in a fresh random order each pass.
-#[derive(Debug)]
-pub struct TokenTripletSampler {
-    triplets: std::sync::Arc<TokenTriplets>,
-    pass: ShuffledPass,
-}
-
-impl TokenTripletSampler {
-    /// A sampler over `triplets`, this `shard` of them, shuffled by `rng`.
-    ///
-    /// # Errors
-    /// [`Error::Config`] at `path` when there are fewer triplets than ranks.
-    pub fn new(triplets: TokenTriplets, rng: Rng, shard: Shard, path: &str) -> Result<Self> {
-        Ok(TokenTripletSampler {
-            pass: ShuffledPass::new(triplets.len(), rng, shard, path)?,
-            triplets: std::sync::Arc::new(triplets),
-        })
-    }
-}
-
-impl Sampler for TokenTripletSampler {
-    fn kind(&self) -> RecordKind {
-        RecordKind::Pairwise
-    }
-
-    fn next_batch(&mut self, size: usize) -> Result<Batch> {
-        let rows: Vec<usize> = (0..size).map(|_| self.pass.next_item()).collect();
-        Ok(Batch::Pairwise(self.triplets.batch(&rows)?))
-    }
-
-    fn position(&self) -> serde_json::Value {
-        pass_position(&self.pass)
-    }
-
-    fn restore(&mut self, position: &serde_json::Value, path: &str) -> Result<()> {
-        restore_pass(&mut self.pass, position, path)
-    }
-
-    fn fork(&self) -> Box<dyn Sampler> {
-        Box::new(TokenTripletSampler {
-            triplets: self.triplets.clone(),
-            pass: self.pass.clone(),
-        })
-    }
-}
-
 /// Count of a token's occurrences, for the planted-signal test.
 #[cfg(test)]
 fn overlap(query: &[i64], doc: &[i64]) -> usize {
@@ -334,6 +285,7 @@ fn overlap(query: &[i64], doc: &[i64]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::data::*;
 
     fn data_error(text: &str, format: Format) -> (usize, usize, String) {
         match parse_triplets(text, "t", format).unwrap_err() {

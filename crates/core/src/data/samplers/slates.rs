@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use tch::{Kind, Tensor};
 
-use super::{
+use crate::data::{
     pass_position, restore_pass, Batch, LtrDataset, RecordKind, Reranking, Sampler, ScoreInput,
     Shard, ShuffledPass, SlateBatch, TextEncoding, Truncation,
 };

@@ -1,6 +1,6 @@
 use tch::{Kind, Tensor};
 
-use super::{
+use crate::data::{
     grade_relevance, Batch, BatchwiseBatch, LtrDataset, PairwiseBatch, PointwiseBatch,
     PreferencePair, RecordKind, SamplerPosition, ScoreInput, Shard, ShuffledPass,
 };
@@ -32,7 +32,7 @@ pub trait Sampler: Send {
 
     /// For samplers of texts: the inputs cut by truncation among those encoded in the
     /// batches this sampler made so far (a fork starts from its template's counts).
-    fn truncation(&self) -> Option<super::Truncation> {
+    fn truncation(&self) -> Option<crate::data::Truncation> {
         None
     }
 }

@@ -6,8 +6,8 @@ use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 
-use super::bom::without_bom;
-use super::{Entry, TextCollection};
+use crate::data::formats::bom::without_bom;
+use crate::data::{Entry, TextCollection};
 use crate::{Error, Result};
 
 /// A file's line for messages: `file:line`.

@@ -1,6 +1,6 @@
 use tch::{Device, Kind, Tensor};
 
-use super::ScoreInput;
+use crate::data::ScoreInput;
 use crate::runtime::pinned_for;
 use crate::Result;
 

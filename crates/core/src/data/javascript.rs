@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 use tch::{Kind, Tensor};
 
-use super::{
+use crate::data::{
     Batch, LtrDataset, PairwiseBatch, PointwiseBatch, RecordKind, Sampler, ScoreInput, Shard,
     TokenTable,
 };
@@ -256,7 +256,7 @@ pub fn records_batch(reply: &JsMessage, rows: usize, what: &str) -> Result<Batch
         }),
         Some("triplets") => {
             let all: Vec<usize> = (0..rows).collect();
-            super::TokenTriplets {
+            crate::data::TokenTriplets {
                 query: JsSampler::tokens(reply, "query", rows, what)?,
                 positive: JsSampler::tokens(reply, "positive", rows, what)?,
                 negative: JsSampler::tokens(reply, "negative", rows, what)?,
@@ -281,7 +281,7 @@ fn packed_features(input: &ScoreInput, what: &str) -> Result<Vec<f32>> {
     )?)
 }
 
-fn packed_tokens(tokens: &super::Tokens, name: &str, out: &mut JsMessage) -> Result<()> {
+fn packed_tokens(tokens: &crate::data::Tokens, name: &str, out: &mut JsMessage) -> Result<()> {
     let lengths = Vec::<i64>::try_from(&tokens.lengths)?;
     let width = tokens.ids.size().get(1).copied().unwrap_or(0) as usize;
     let ids = Vec::<i64>::try_from(tokens.ids.f_flatten(0, -1)?)?;
