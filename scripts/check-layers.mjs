@@ -11,7 +11,7 @@ import { fileURLToPath } from "node:url";
 /** Lowest first. Each top-level module of the core belongs to exactly one layer. */
 export const LAYERS = [
   ["error"],
-  ["fsutil", "shim"],
+  ["fsutil", "ffi"],
   ["config"],
   ["rng", "runtime", "text", "logging"],
   ["data"],

@@ -8,6 +8,7 @@ pub mod config;
 pub mod data;
 pub mod distributed;
 mod error;
+mod ffi;
 mod fsutil;
 pub mod learner;
 pub mod logging;
@@ -16,7 +17,6 @@ pub mod models;
 pub mod optim;
 pub mod rng;
 pub mod runtime;
-mod shim;
 pub mod text;
 
 pub use error::{Error, Result};

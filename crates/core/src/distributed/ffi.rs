@@ -51,9 +51,9 @@ extern "C" {
     fn xpm_dist_free_message(message: *mut c_char);
 }
 
-pub(crate) use crate::shim::handles;
+pub(crate) use crate::ffi::handles;
 
 /// The shim's message, if any, as an owned string (the C++ copy is freed).
 pub(crate) fn take_message(message: *mut c_char) -> Option<String> {
-    crate::shim::take_message(message, xpm_dist_free_message)
+    crate::ffi::take_message(message, xpm_dist_free_message)
 }

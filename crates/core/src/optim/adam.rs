@@ -1,8 +1,8 @@
 use tch::{Kind, Tensor};
 
+use super::fused_adam::{fused_adam, AdamStep};
 use super::{copy_into, Optimizer};
 use crate::config::AdamConfig;
-use crate::shim::{fused_adam, AdamStep};
 use crate::Result;
 
 /// Adam as `torch.optim.Adam` (coupled L2 decay) or, `decoupled`, AdamW; no amsgrad. Each step

@@ -6,6 +6,7 @@ mod adam;
 mod base;
 #[cfg(test)]
 mod fixtures;
+mod fused_adam;
 mod scheduled;
 mod scheduler;
 mod select;

@@ -294,7 +294,7 @@ impl CudaLibrary {
 
     /// The message of a failed call, freed on the C++ side.
     fn take(&self, status: Status) -> Option<String> {
-        crate::shim::take_message(status, self.free_message)
+        crate::ffi::take_message(status, self.free_message)
     }
 
     fn checked(&self, status: Status) -> crate::Result<()> {

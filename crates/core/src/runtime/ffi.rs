@@ -5,7 +5,7 @@ use std::ffi::{c_char, c_int, c_void, CString};
 
 use tch::{Device, Kind, Tensor};
 
-use crate::shim::checked;
+use crate::ffi::checked;
 use crate::{Error, Result};
 
 extern "C" {
@@ -101,7 +101,7 @@ pub(crate) fn autocast_state(device: Device) -> Result<AutocastState> {
 /// libtorch's `_amp_foreach_non_finite_check_and_unscale_`: multiplies `grads` by `inv_scale`
 /// in place and sets `found_inf` (a one-element float tensor) when one is not finite.
 pub(crate) fn amp_unscale(grads: &[Tensor], found_inf: &Tensor, inv_scale: &Tensor) -> Result<()> {
-    let handles = crate::shim::handles(grads);
+    let handles = crate::ffi::handles(grads);
     let n = c_int::try_from(handles.len())
         .map_err(|_| Error::Unsupported("gradient unscaling of more than 2^31 tensors".into()))?;
     // SAFETY: every handle is a live tch tensor (an `at::Tensor*`) for the whole call.

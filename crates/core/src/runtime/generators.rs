@@ -23,8 +23,8 @@ use std::thread::ThreadId;
 
 use tch::{Device, Kind, Tensor};
 
+use crate::ffi::checked;
 use crate::rng::Rng;
-use crate::shim::checked;
 use crate::{Error, Result};
 
 extern "C" {

@@ -108,7 +108,7 @@ pub fn release_free_heap() {
 /// A libtorch error registering the allocator.
 pub fn install_cpu_tensor_cache() -> Result<()> {
     // SAFETY: no arguments; the result is the shim's message convention.
-    crate::shim::checked(unsafe { xpm_cpu_cache_install() })
+    crate::ffi::checked(unsafe { xpm_cpu_cache_install() })
 }
 
 /// Hands the blocks of freed tensors the CPU cache holds back to the system (after a run, and
