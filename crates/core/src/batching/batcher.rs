@@ -346,81 +346,120 @@ impl Batcher {
                     out_of_memory: 0,
                 })
             }
-            Strategy::PowerAdaptative(shrinker) => {
-                let mut out_of_memory = 0;
-                loop {
-                    let size = shrinker.size();
-                    let groups: Vec<Vec<usize>> = (0..n)
-                        .collect::<Vec<_>>()
-                        .chunks(size)
-                        .map(<[usize]>::to_vec)
-                        .collect();
-                    let error = match run_groups(
-                        batch,
-                        charged.as_ref(),
-                        &groups,
-                        self.memory.as_mut(),
-                        &mut run,
-                    ) {
-                        Ok(()) => None,
-                        Err(e) if is_out_of_memory(&e) => Some(e),
-                        Err(e) => return Err(e),
-                    };
-                    if !agree(error.is_some())? {
-                        return Ok(BatchReport {
-                            micro_batches: groups.len(),
-                            out_of_memory,
-                        });
-                    }
-                    let here = error.is_some();
-                    let cause = error.map_or_else(
-                        || "another rank ran out of memory".to_string(),
-                        |e| e.to_string(),
-                    );
-                    out_of_memory += 1;
-                    self.memory.empty_cache()?;
-                    let Some(smaller) = shrinker.shrink() else {
-                        return Err(Error::Torch(TorchMessage(format!(
-                            "{cause} — the PowerAdaptativeBatcher ran out of memory even with \
-                             micro-batches of 1 record: reduce the model or the records, \
-                             or use a device with more memory"
-                        ))));
-                    };
-                    let place = if here {
-                        self.memory.describe()
-                    } else {
-                        "another rank".to_string()
-                    };
-                    warn(format!(
-                        "out of memory with micro-batches of {size} record(s) on {place}: \
-                         replaying the batch with micro-batches of {smaller}"
-                    ));
-                    reset()?;
-                }
-            }
+            Strategy::PowerAdaptative(shrinker) => shrinking(
+                batch,
+                charged.as_ref(),
+                shrinker,
+                self.memory.as_mut(),
+                (&mut run, &mut reset),
+                warn,
+                agree,
+            ),
             Strategy::Predictive(p) => {
-                p.model.ensure_fitted()?;
-                let free = self.memory.free_bytes()? as f64;
-                let budget = (free * p.memory_fraction - p.extra_overhead_bytes as f64).max(0.0);
-                let limits = PackingLimits {
-                    model: &p.model,
-                    budget,
-                    batch_size: self.batch_size,
-                    min_batch_size: p.min_batch_size,
-                };
                 let dims = match charged {
                     Some(dims) => dims,
                     None => read_dims(batch, dims)?,
                 };
-                let groups = p.packer.pack(&dims, &limits, warn)?;
-                run_groups(batch, Some(&dims), &groups, self.memory.as_mut(), &mut run)?;
-                Ok(BatchReport {
-                    micro_batches: groups.len(),
-                    out_of_memory: 0,
-                })
+                predicted(
+                    batch,
+                    &dims,
+                    p,
+                    self.batch_size,
+                    self.memory.as_mut(),
+                    &mut run,
+                    warn,
+                )
             }
         }
     }
+}
+
+/// The power-adaptative strategy: the whole batch in micro-batches of the shrinker's size,
+/// replayed with smaller ones after an out-of-memory error on any rank (`agree`).
+fn shrinking<B: MicroBatchable>(
+    batch: &B,
+    charged: Option<&BatchDims>,
+    shrinker: &mut Shrinker,
+    memory: &mut dyn MemoryProbe,
+    (run, reset): (
+        &mut impl FnMut(&B, usize) -> Result<()>,
+        &mut impl FnMut() -> Result<()>,
+    ),
+    warn: &mut dyn FnMut(String),
+    agree: &mut dyn FnMut(bool) -> Result<bool>,
+) -> Result<BatchReport> {
+    let n = batch.len();
+    let mut out_of_memory = 0;
+    loop {
+        let size = shrinker.size();
+        let groups: Vec<Vec<usize>> = (0..n)
+            .collect::<Vec<_>>()
+            .chunks(size)
+            .map(<[usize]>::to_vec)
+            .collect();
+        let error = match run_groups(batch, charged, &groups, memory, run) {
+            Ok(()) => None,
+            Err(e) if is_out_of_memory(&e) => Some(e),
+            Err(e) => return Err(e),
+        };
+        if !agree(error.is_some())? {
+            return Ok(BatchReport {
+                micro_batches: groups.len(),
+                out_of_memory,
+            });
+        }
+        let here = error.is_some();
+        let cause = error.map_or_else(
+            || "another rank ran out of memory".to_string(),
+            |e| e.to_string(),
+        );
+        out_of_memory += 1;
+        memory.empty_cache()?;
+        let Some(smaller) = shrinker.shrink() else {
+            return Err(Error::Torch(TorchMessage(format!(
+                "{cause} — the PowerAdaptativeBatcher ran out of memory even with \
+                 micro-batches of 1 record: reduce the model or the records, \
+                 or use a device with more memory"
+            ))));
+        };
+        let place = if here {
+            memory.describe()
+        } else {
+            "another rank".to_string()
+        };
+        warn(format!(
+            "out of memory with micro-batches of {size} record(s) on {place}: \
+             replaying the batch with micro-batches of {smaller}"
+        ));
+        reset()?;
+    }
+}
+
+/// The predictive strategy: micro-batches packed to fit the memory the cost model predicts.
+fn predicted<B: MicroBatchable>(
+    batch: &B,
+    dims: &BatchDims,
+    p: &mut Predictive,
+    batch_size: usize,
+    memory: &mut dyn MemoryProbe,
+    run: &mut impl FnMut(&B, usize) -> Result<()>,
+    warn: &mut dyn FnMut(String),
+) -> Result<BatchReport> {
+    p.model.ensure_fitted()?;
+    let free = memory.free_bytes()? as f64;
+    let budget = (free * p.memory_fraction - p.extra_overhead_bytes as f64).max(0.0);
+    let limits = PackingLimits {
+        model: &p.model,
+        budget,
+        batch_size,
+        min_batch_size: p.min_batch_size,
+    };
+    let groups = p.packer.pack(dims, &limits, warn)?;
+    run_groups(batch, Some(dims), &groups, memory, run)?;
+    Ok(BatchReport {
+        micro_batches: groups.len(),
+        out_of_memory: 0,
+    })
 }
 
 /// The per-record dimensions of `batch`, checked to cover all its records.

@@ -6,10 +6,10 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use super::hooks::{apply_structural_hooks, GradientHook};
-use super::listeners::best::{BestTracker, Direction, ValidationSchedule};
+use super::listeners::best::ValidationSchedule;
 use super::listeners::{
-    ranking_trackers, JsListener, Listener, RankMetric, RankingInput, RankingValidation,
-    ValidationLoss,
+    ranking_bests, JsListener, Listener, RankMetric, RankingInput, RankingValidation,
+    ValidationListener, ValidationLoss,
 };
 use super::trainers::{
     memory_probe, EvaluationBatching, EvaluationPairs, LossTrainer, MultipleTrainer, RecordDims,
@@ -18,7 +18,8 @@ use super::trainers::{
 use crate::batching::Batcher;
 use crate::config::{
     DatasetConfig, JsHookKind, LearnerConfig, ListenerConfig, LossTrainerConfig, OptimizerConfig,
-    SamplerConfig, TrainerConfig, TrainingHookConfig, TripletsConfig, ValidationDataConfig,
+    RankingValidationConfig, SamplerConfig, TrainerConfig, TrainerValidationLossConfig,
+    TrainingHookConfig, TripletsConfig, ValidationDataConfig,
 };
 use crate::data::{
     js_dataset, load_triplets, read_letor, read_text_pairs, read_text_triplets, synthetic_ltr,
@@ -434,114 +435,11 @@ fn listener(
     device: tch::Device,
     sources: SamplerSources,
 ) -> Result<Box<dyn Listener>> {
-    let js = sources.js;
     let path = format!("learner.listeners[{i}]");
-    let validation_schedule = |warmup: i64,
-                               interval: u64,
-                               early_stop: u64,
-                               info: &Option<String>|
-     -> ValidationSchedule {
-        ValidationSchedule {
-            warmup,
-            validation_interval: interval,
-            early_stop,
-            info: info.as_ref().map(PathBuf::from),
-        }
-    };
     Ok(match config {
-        ListenerConfig::Ranking(c) => {
-            let data_path = format!("{path}.dataset");
-            let (data, input) = match &c.dataset {
-                DatasetConfig::TextReranking(t) => {
-                    let set = Arc::new(Reranking::open(t, &data_path)?);
-                    let encoding = text_encoding(sources.text, "TextRerankingDataset", &data_path)?;
-                    (set.data.clone(), RankingInput::Texts { set, encoding })
-                }
-                other => {
-                    let data = dataset(other, js, &data_path)?;
-                    let input =
-                        RankingInput::Features(ScoreInput::Features(data.features_tensor()?));
-                    (data, input)
-                }
-            };
-            let metrics = c
-                .metrics
-                .keys()
-                .map(|name| {
-                    Ok((
-                        name.clone(),
-                        RankMetric::parse(name, &format!("{path}.metrics"))?,
-                    ))
-                })
-                .collect::<Result<Vec<_>>>()?;
-            let bestpath = c.bestpath.as_ref().map(PathBuf::from);
-            Box::new(RankingValidation {
-                id: c.id.clone(),
-                input,
-                data,
-                metrics,
-                trackers: ranking_trackers(&c.metrics, bestpath.as_ref()),
-                kept: c
-                    .metrics
-                    .iter()
-                    .filter(|(_, keep)| **keep)
-                    .map(|(n, _)| n.clone())
-                    .collect(),
-                schedule: validation_schedule(
-                    c.warmup,
-                    c.validation_interval,
-                    c.early_stop,
-                    &c.info,
-                ),
-            })
-        }
+        ListenerConfig::Ranking(c) => Box::new(ranking_listener(c, &path, sources)?),
         ListenerConfig::ValidationLoss(c) => {
-            let data_path = format!("{path}.data");
-            let ltr = |d: DatasetConfig| -> Result<EvaluationPairs> {
-                EvaluationPairs::new(&dataset(&d, js, &data_path)?)
-            };
-            let data = match &c.data {
-                ValidationDataConfig::Synthetic(d) => ltr(DatasetConfig::Synthetic(d.clone()))?,
-                ValidationDataConfig::Letor(d) => ltr(DatasetConfig::Letor(d.clone()))?,
-                ValidationDataConfig::Js(d) => ltr(DatasetConfig::Js(d.clone()))?,
-                ValidationDataConfig::TokenTripletFile(d) => EvaluationPairs::Triplets(
-                    load_triplets(&TripletsConfig::File(d.clone()), &data_path)?,
-                ),
-                ValidationDataConfig::SyntheticTokenTriplets(d) => EvaluationPairs::Triplets(
-                    load_triplets(&TripletsConfig::Synthetic(d.clone()), &data_path)?,
-                ),
-                ValidationDataConfig::TextTripletFile(d) => EvaluationPairs::texts(
-                    Arc::new(read_text_triplets(d, &data_path)?),
-                    text_encoding(sources.text, "a TextTripletFile", &data_path)?,
-                ),
-            };
-            let model = c
-                .bestpath
-                .as_ref()
-                .map(|p| PathBuf::from(p).join("model.safetensors"));
-            Box::new(ValidationLoss {
-                id: c.id.clone(),
-                data,
-                losses: loss_set(
-                    &c.trainer.hooks,
-                    output,
-                    RecordKind::Pairwise,
-                    &format!("{path}.trainer"),
-                )?,
-                batching: EvaluationBatching::new(
-                    &c.batcher,
-                    c.batch_size as usize,
-                    memory_probe(device)?,
-                    &format!("{path}.batcher"),
-                )?,
-                tracker: BestTracker::new(Direction::Lower, model),
-                schedule: validation_schedule(
-                    c.warmup,
-                    c.validation_interval,
-                    c.early_stop,
-                    &c.info,
-                ),
-            })
+            Box::new(loss_listener(c, &path, output, device, sources)?)
         }
         ListenerConfig::Js(c) => Box::new(JsListener {
             key: c.key.clone(),
@@ -549,6 +447,109 @@ fn listener(
             last_output: serde_json::Value::Null,
         }),
     })
+}
+
+fn validation_schedule(
+    warmup: i64,
+    validation_interval: u64,
+    early_stop: u64,
+    info: &Option<String>,
+) -> ValidationSchedule {
+    ValidationSchedule {
+        warmup,
+        validation_interval,
+        early_stop,
+        info: info.as_ref().map(PathBuf::from),
+    }
+}
+
+fn ranking_listener(
+    c: &RankingValidationConfig,
+    path: &str,
+    sources: SamplerSources,
+) -> Result<ValidationListener<RankingValidation>> {
+    let data_path = format!("{path}.dataset");
+    let (data, input) = match &c.dataset {
+        DatasetConfig::TextReranking(t) => {
+            let set = Arc::new(Reranking::open(t, &data_path)?);
+            let encoding = text_encoding(sources.text, "TextRerankingDataset", &data_path)?;
+            (set.data.clone(), RankingInput::Texts { set, encoding })
+        }
+        other => {
+            let data = dataset(other, sources.js, &data_path)?;
+            let input = RankingInput::Features(ScoreInput::Features(data.features_tensor()?));
+            (data, input)
+        }
+    };
+    let metrics = c
+        .metrics
+        .keys()
+        .map(|name| {
+            let metric = RankMetric::parse(name, &format!("{path}.metrics"))?;
+            Ok((name.clone(), metric))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let bestpath = c.bestpath.as_ref().map(PathBuf::from);
+    Ok(ValidationListener {
+        id: c.id.clone(),
+        validator: RankingValidation {
+            input,
+            data,
+            metrics,
+        },
+        bests: ranking_bests(&c.metrics, bestpath.as_ref()),
+        schedule: validation_schedule(c.warmup, c.validation_interval, c.early_stop, &c.info),
+    })
+}
+
+fn loss_listener(
+    c: &TrainerValidationLossConfig,
+    path: &str,
+    output: OutputType,
+    device: tch::Device,
+    sources: SamplerSources,
+) -> Result<ValidationListener<ValidationLoss>> {
+    let data_path = format!("{path}.data");
+    let ltr = |d: DatasetConfig| -> Result<EvaluationPairs> {
+        EvaluationPairs::new(&dataset(&d, sources.js, &data_path)?)
+    };
+    let data = match &c.data {
+        ValidationDataConfig::Synthetic(d) => ltr(DatasetConfig::Synthetic(d.clone()))?,
+        ValidationDataConfig::Letor(d) => ltr(DatasetConfig::Letor(d.clone()))?,
+        ValidationDataConfig::Js(d) => ltr(DatasetConfig::Js(d.clone()))?,
+        ValidationDataConfig::TokenTripletFile(d) => {
+            EvaluationPairs::Triplets(load_triplets(&TripletsConfig::File(d.clone()), &data_path)?)
+        }
+        ValidationDataConfig::SyntheticTokenTriplets(d) => EvaluationPairs::Triplets(
+            load_triplets(&TripletsConfig::Synthetic(d.clone()), &data_path)?,
+        ),
+        ValidationDataConfig::TextTripletFile(d) => EvaluationPairs::texts(
+            Arc::new(read_text_triplets(d, &data_path)?),
+            text_encoding(sources.text, "a TextTripletFile", &data_path)?,
+        ),
+    };
+    let trainer_path = format!("{path}.trainer");
+    let validator = ValidationLoss {
+        data,
+        losses: loss_set(
+            &c.trainer.hooks,
+            output,
+            RecordKind::Pairwise,
+            &trainer_path,
+        )?,
+        batching: EvaluationBatching::new(
+            &c.batcher,
+            c.batch_size as usize,
+            memory_probe(device)?,
+            &format!("{path}.batcher"),
+        )?,
+    };
+    let model = c
+        .bestpath
+        .as_ref()
+        .map(|p| PathBuf::from(p).join("model.safetensors"));
+    let schedule = validation_schedule(c.warmup, c.validation_interval, c.early_stop, &c.info);
+    Ok(validator.listener(c.id.clone(), model, schedule))
 }
 
 /// A training hook written in TypeScript: the loop asks the JavaScript side to run it.

@@ -5,11 +5,13 @@ mod js;
 mod loss;
 mod rank_metrics;
 mod ranking;
+mod validation;
 
 pub(crate) use js::*;
 pub(crate) use loss::*;
 pub use rank_metrics::*;
 pub(crate) use ranking::*;
+pub(crate) use validation::ValidationListener;
 
 use std::collections::BTreeMap;
 

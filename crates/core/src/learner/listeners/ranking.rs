@@ -1,13 +1,15 @@
+//! `RankingValidationListener`: ranking metrics of held-out queries, from their features or
+//! by re-ranking a run's candidates; the **highest** is best.
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use serde_json::json;
-
-use super::best::{BestTracker, Direction, ValidationSchedule};
-use super::{Listener, ListenerCall, ListenerView, RankMetric};
+use super::best::{BestTracker, Direction};
+use super::validation::{Bests, Measures, Validator};
+use super::RankMetric;
 use crate::data::{LtrDataset, Reranking, ScoreInput, TextEncoding, Truncation};
-use crate::learner::{Observer, TrainerContext};
+use crate::learner::TrainerContext;
 use crate::models::Model;
 use crate::Result;
 
@@ -56,112 +58,33 @@ impl RankingInput {
 
 /// Ranking metrics on held-out queries; keeps the best model of each kept metric.
 pub(crate) struct RankingValidation {
-    pub id: String,
     pub data: LtrDataset,
     pub input: RankingInput,
     pub metrics: Vec<(String, RankMetric)>,
-    pub trackers: BTreeMap<String, BestTracker>,
-    pub kept: Vec<String>,
-    pub schedule: ValidationSchedule,
 }
 
-impl RankingValidation {
-    /// The latest best epoch of the kept metrics: early stopping counts from it.
-    fn best_epoch(&self) -> Option<u64> {
-        self.kept
-            .iter()
-            .filter_map(|m| self.trackers.get(m)?.best.as_ref().map(|b| b.epoch))
-            .max()
-    }
-}
-
-impl Listener for RankingValidation {
-    fn id(&self) -> &str {
-        &self.id
-    }
-
-    fn call(
-        &mut self,
-        view: &ListenerView<'_>,
-        model: &dyn Model,
-        _: &mut TrainerContext,
-        _: &mut dyn Observer,
-    ) -> Result<ListenerCall> {
-        let epoch = view.epoch;
-        if self.schedule.stopped_before(self.best_epoch(), epoch) {
-            return Ok(ListenerCall::stop());
+impl Validator for RankingValidation {
+    fn measure(&mut self, id: &str, model: &dyn Model, _: &mut TrainerContext) -> Result<Measures> {
+        let (scores, truncated) = self.input.scores(model)?;
+        let mut measures = Measures::default();
+        if let RankingInput::Texts { .. } = self.input {
+            measures.logged.insert(
+                format!("{id}/truncated_fraction"),
+                truncated.cut as f64 / truncated.inputs.max(1) as f64,
+            );
         }
-        let mut logged = BTreeMap::new();
-        if self.schedule.due(epoch) {
-            let (scores, truncated) = self.input.scores(model)?;
-            if let RankingInput::Texts { .. } = self.input {
-                logged.insert(
-                    format!("{}/truncated_fraction", self.id),
-                    truncated.cut as f64 / truncated.inputs.max(1) as f64,
-                );
-            }
-            for (name, metric) in &self.metrics {
-                let value = metric.compute(&scores, &self.data, self.input.judged());
-                logged.insert(format!("{}/{name}", self.id), value);
-                if self.schedule.tracks(epoch) {
-                    if let Some(tracker) = self.trackers.get_mut(name) {
-                        tracker.observe(epoch, value, model)?;
-                    }
-                }
-            }
-            self.schedule.write_info(&self.output())?;
+        for (name, metric) in &self.metrics {
+            let value = metric.compute(&scores, &self.data, self.input.judged());
+            measures.logged.insert(format!("{id}/{name}"), value);
+            measures.tracked.push((name.clone(), value));
         }
-        Ok(ListenerCall {
-            status: self.schedule.vote(self.best_epoch(), epoch),
-            metrics: logged,
-        })
-    }
-
-    fn output(&self) -> serde_json::Value {
-        let bests: serde_json::Map<String, serde_json::Value> = self
-            .trackers
-            .iter()
-            .filter_map(|(name, t)| Some((name.clone(), json!(t.best.as_ref()?))))
-            .collect();
-        serde_json::Value::Object(bests)
-    }
-
-    fn best_epochs(&self) -> Vec<u64> {
-        self.trackers
-            .values()
-            .filter_map(|t| t.best.as_ref().map(|b| b.epoch))
-            .collect()
-    }
-
-    fn state(&self) -> serde_json::Value {
-        self.trackers
-            .iter()
-            .map(|(name, t)| (name.clone(), json!(t.best)))
-            .collect::<serde_json::Map<_, _>>()
-            .into()
-    }
-
-    fn restore(&mut self, state: &serde_json::Value) -> Result<()> {
-        for (name, tracker) in &mut self.trackers {
-            tracker.restore(&state[name.as_str()])?;
-        }
-        Ok(())
-    }
-
-    fn mute_files(&mut self) {
-        for tracker in self.trackers.values_mut() {
-            tracker.mute();
-        }
-        self.schedule.info = None;
+        Ok(measures)
     }
 }
 
-/// Builds the trackers: every metric is tracked; kept ones save their best model.
-pub(crate) fn ranking_trackers(
-    metrics: &BTreeMap<String, bool>,
-    bestpath: Option<&PathBuf>,
-) -> BTreeMap<String, BestTracker> {
-    metrics
+/// The bests: every metric is tracked; kept ones save their best model under `bestpath`.
+pub(crate) fn ranking_bests(metrics: &BTreeMap<String, bool>, bestpath: Option<&PathBuf>) -> Bests {
+    let trackers = metrics
         .iter()
         .map(|(name, keep)| {
             let path = bestpath
@@ -169,5 +92,11 @@ pub(crate) fn ranking_trackers(
                 .map(|dir| dir.join(name).join("model.safetensors"));
             (name.clone(), BestTracker::new(Direction::Higher, path))
         })
-        .collect()
+        .collect();
+    let kept = metrics
+        .iter()
+        .filter(|(_, keep)| **keep)
+        .map(|(name, _)| name.clone())
+        .collect();
+    Bests { trackers, kept }
 }
