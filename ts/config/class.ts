@@ -26,6 +26,8 @@ export interface ClassOptions<P extends Params> {
   readonly instance?: boolean;
   /** No `.C()`: only subclasses can be built. */
   readonly abstract?: boolean;
+  /** Objects of this class and its subclasses may be written in TypeScript: the core gets stand-ins. */
+  readonly standIn?: boolean;
   readonly help?: string;
 }
 
@@ -240,7 +242,7 @@ export function configOf<const C extends readonly ClassRef[]>(
     zod: z.custom<InstanceOf<C[number]>>((value) => classes.some((c) => c.is(value)), {
       message: `expected a ${names} configuration (made with ${classes[0]?.name}.C({...}))`,
     }),
-    type: { kind: "config", typeId: (classes[0]?.typeId ?? "").toLowerCase() },
+    type: { kind: "config", typeId: (classes[0]?.typeId ?? "").toLowerCase(), classes: classes.map((c) => c.typeId) },
     toTyped: (value, node) => node(value as object),
   };
 }

@@ -1,19 +1,37 @@
 import { z } from "zod";
 
 import type { ValueType } from "../identity/values.js";
-import { TYPE_KEY, type AnyConfigClass, isSubclass, registeredClasses } from "./class.js";
+import { TYPE_KEY, type AnyConfigClass, configClassOf, isSubclass, registeredClasses } from "./class.js";
+import { JS_OBJECT, type Wire, toWire } from "./wire.js";
 
 type Schema = Record<string, unknown>;
+type Defs = Record<string, Schema>;
 
-function defName(cls: AnyConfigClass): string {
-  return cls.typeId;
+const ref = (key: string): Schema => ({ $ref: `#/$defs/${key}` });
+
+/** Whether objects of `cls` may be written in TypeScript, reaching the core as stand-ins. */
+function standsIn(cls: AnyConfigClass): boolean {
+  for (let c: AnyConfigClass | undefined = cls; c; c = c.parent) if (c.options.standIn) return true;
+  return false;
 }
 
-function configRef(typeId: string, classes: readonly AnyConfigClass[]): Schema {
-  const base = classes.find((c) => c.typeId.toLowerCase() === typeId);
-  const concrete = base ? classes.filter((c) => !c.options.abstract && isSubclass(c, base)) : [];
-  const refs = concrete.map((c) => ({ $ref: `#/$defs/${defName(c)}` }));
-  return refs.length === 1 ? (refs[0] as Schema) : { anyOf: refs };
+/**
+ * A position typed with `typeIds`: the concrete class when only one fits, otherwise a reference
+ * to the position's own definition, keyed by the base class's type id (the type ids joined by
+ * `|` for a union of classes, `*` after a concrete base) and holding the `anyOf` of what fits
+ * there, a stand-in included.
+ */
+function configRef(typeIds: readonly string[], classes: readonly AnyConfigClass[], defs: Defs): Schema {
+  const bases = typeIds.flatMap((id) => classes.filter((c) => c.typeId.toLowerCase() === id.toLowerCase()));
+  const concrete = classes.filter((c) => !c.options.abstract && bases.some((base) => isSubclass(c, base)));
+  const keys = concrete.map((c) => c.typeId);
+  if (concrete.some(standsIn)) keys.push(JS_OBJECT);
+  if (keys.length === 1) return ref(keys[0] as string);
+  const key = bases.map((base) => base.typeId).join("|");
+  // A concrete base has its class definition under its own type id: `*` says "and subclasses".
+  const positionKey = bases.length === 1 && !bases[0]?.options.abstract ? `${key}*` : key;
+  defs[positionKey] = { anyOf: keys.map(ref) };
+  return ref(positionKey);
 }
 
 /** The zod type of the items of a list or set, or of the values of a dict. */
@@ -29,18 +47,18 @@ function itemZod(zodType: z.ZodType): z.ZodType {
   return z.any();
 }
 
-function valueSchema(type: ValueType, zodType: z.ZodType, classes: readonly AnyConfigClass[]): Schema {
+function valueSchema(type: ValueType, zodType: z.ZodType, classes: readonly AnyConfigClass[], defs: Defs): Schema {
   switch (type.kind) {
     case "config":
-      return configRef(type.typeId, classes);
+      return configRef(type.classes ?? [type.typeId], classes, defs);
     case "optional":
-      return valueSchema(type.inner, zodType instanceof z.ZodOptional ? (zodType.unwrap() as z.ZodType) : zodType, classes);
+      return valueSchema(type.inner, zodType instanceof z.ZodOptional ? (zodType.unwrap() as z.ZodType) : zodType, classes, defs);
     case "list":
-      return { type: "array", items: valueSchema(type.item, itemZod(zodType), classes) };
+      return { ...lengthRules(zodType), type: "array", items: valueSchema(type.item, itemZod(zodType), classes, defs) };
     case "set":
-      return { type: "array", uniqueItems: true, items: valueSchema(type.item, itemZod(zodType), classes) };
+      return { type: "array", uniqueItems: true, items: valueSchema(type.item, itemZod(zodType), classes, defs) };
     case "dict":
-      return { type: "object", additionalProperties: valueSchema(type.value, itemZod(zodType), classes) };
+      return { type: "object", additionalProperties: valueSchema(type.value, itemZod(zodType), classes, defs) };
     default:
       try {
         // The value rules (bounds, enums, patterns) travel in these keywords: the core checks
@@ -53,26 +71,70 @@ function valueSchema(type: ValueType, zodType: z.ZodType, classes: readonly AnyC
   }
 }
 
+/** The `minItems`/`maxItems` of a list (e.g. `.length(2)`), which the core reads as a tuple. */
+function lengthRules(zodType: z.ZodType): Schema {
+  try {
+    const { minItems, maxItems } = z.toJSONSchema(zodType, { io: "input", unrepresentable: "any" }) as Schema;
+    return { ...(minItems === undefined ? {} : { minItems }), ...(maxItems === undefined ? {} : { maxItems }) };
+  } catch {
+    return {};
+  }
+}
+
+/** A default as the core receives it (configurations in the wire format, sets as arrays). */
+function plain(value: unknown): Wire {
+  if (value === null || typeof value !== "object") return (value ?? null) as Wire;
+  if (configClassOf(value)) return toWire(value);
+  if (value instanceof Set || Array.isArray(value)) return [...value].map(plain);
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, plain(v)]));
+}
+
+/** The stand-in of an object written in TypeScript (ts/bridge.ts), as the core reads it. */
+const JS_OBJECT_SCHEMA: Schema = {
+  type: "object",
+  properties: {
+    [TYPE_KEY]: { const: JS_OBJECT },
+    key: { type: "string", description: "The key the JavaScript side knows it by" },
+    class: { type: "string", description: "Its own type id (for messages)" },
+    kind: { type: "string", description: "What the core must know of its behaviour to build it" },
+    params: { type: "object", description: "Its parameters, as any configuration's" },
+  },
+  required: [TYPE_KEY, "key", "class", "kind"],
+  additionalProperties: false,
+};
+
+function classSchema(cls: AnyConfigClass, classes: readonly AnyConfigClass[], defs: Defs): Schema {
+  const properties: Record<string, Schema> = { [TYPE_KEY]: { const: cls.typeId } };
+  const required: string[] = [TYPE_KEY];
+  for (const [name, { spec }] of Object.entries(cls.params)) {
+    // Generated paths are filled in by the run (readOnly); constants are fixed (const).
+    const schema: Schema =
+      spec.kind === "generated"
+        ? { type: "string", readOnly: true }
+        : spec.kind === "constant"
+          ? { const: spec.makeDefault?.() }
+          : valueSchema(spec.value.type, spec.value.zod, classes, defs);
+    if (spec.help) schema.description = spec.help;
+    // Every value reaches the core, defaults included: only optional ones may be absent there.
+    if (spec.makeDefault && spec.kind !== "constant") schema.default = plain(spec.makeDefault());
+    properties[name] = schema;
+    if (!spec.makeDefault && !spec.optional) required.push(name);
+  }
+  return { type: "object", properties, required, additionalProperties: false };
+}
+
 /**
- * A JSON Schema (draft 2020-12) of every configuration class, for editors: one definition per
- * class under `$defs`, named by type id. Nested configurations refer to the concrete classes
- * that may stand in their place.
+ * A JSON Schema (draft 2020-12) of every configuration class, for editors and for the core (its
+ * value rules and its Rust types are read from it): one definition per class under `$defs`, named
+ * by type id. A position that several classes fit refers to its own definition, named by the
+ * class it is typed with, listing them.
  */
 export function configJsonSchema(): Schema {
   const classes = registeredClasses();
-  const defs: Record<string, Schema> = {};
+  const defs: Defs = {};
   for (const cls of classes) {
-    if (cls.options.abstract) continue;
-    const properties: Record<string, Schema> = { [TYPE_KEY]: { const: cls.typeId } };
-    const required: string[] = [TYPE_KEY];
-    for (const [name, { spec }] of Object.entries(cls.params)) {
-      if (spec.kind === "generated" || spec.kind === "constant") continue;
-      const schema = valueSchema(spec.value.type, spec.value.zod, classes);
-      if (spec.help) schema.description = spec.help;
-      properties[name] = schema;
-      if (!spec.makeDefault && !spec.optional) required.push(name);
-    }
-    defs[defName(cls)] = { type: "object", properties, required, additionalProperties: false };
+    if (!cls.options.abstract) defs[cls.typeId] = classSchema(cls, classes, defs);
   }
+  defs[JS_OBJECT] = JS_OBJECT_SCHEMA;
   return { $schema: "https://json-schema.org/draft/2020-12/schema", title: "xpm-torch configurations", $defs: defs };
 }

@@ -8,7 +8,7 @@ export const Random = defineConfig("xpm_torch.base.Random", {
 });
 
 /** `xpm_torch.base.Sampler`: where a trainer's records come from. */
-export const Sampler = defineConfig("xpm_torch.base.Sampler", {}, { abstract: true });
+export const Sampler = defineConfig("xpm_torch.base.Sampler", {}, { abstract: true, standIn: true });
 
 /** `xpm_torch.base.SampleIterator`: a finite sequence of records (validation data). */
 export const SampleIterator = defineConfig("xpm_torch.base.SampleIterator", {}, { abstract: true });

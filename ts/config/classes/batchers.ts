@@ -16,9 +16,11 @@ export const ProbePoint = defineConfig("xpm_torch.batchers.ProbePoint", {
 });
 
 /** `xpm_torch.batchers.BatchDimsProvider`: reads formula variables from batches, builds probes. */
-export const BatchDimsProvider = defineConfig("xpm_torch.batchers.BatchDimsProvider", {
-  probe_dims: param(set(configOf(ProbePoint))),
-});
+export const BatchDimsProvider = defineConfig(
+  "xpm_torch.batchers.BatchDimsProvider",
+  { probe_dims: param(set(configOf(ProbePoint))) },
+  { standIn: true },
+);
 
 /** `xpm_torch.batchers.MicroBatchPacker`: how an outer batch is split. */
 export const MicroBatchPacker = defineConfig("xpm_torch.batchers.MicroBatchPacker", {}, { abstract: true });

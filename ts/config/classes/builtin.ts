@@ -151,7 +151,7 @@ export const InMemoryLtrDataset = defineConfig(
     id: param(str((s) => s.min(1))).help("What the data is"),
     num_features: param(int((s) => s.min(1))),
   },
-  { extends: SampleIterator },
+  { extends: SampleIterator, standIn: true },
 );
 
 /** The learning-to-rank datasets. */

@@ -4,7 +4,7 @@ import { float, str } from "../types.js";
 import { Hook, ParametersIterator } from "./base.js";
 
 /** `xpm_torch.trainers.context.TrainingHook`: base of every training hook (losses included). */
-export const TrainingHook = defineConfig("xpm_torch.trainers.context.TrainingHook", {}, { abstract: true });
+export const TrainingHook = defineConfig("xpm_torch.trainers.context.TrainingHook", {}, { abstract: true, standIn: true });
 
 /** `xpm_torch.trainers.context.StepTrainingHook`: called before and after each step. */
 export const StepTrainingHook = defineConfig("xpm_torch.trainers.context.StepTrainingHook", {}, { extends: TrainingHook, abstract: true });

@@ -10,7 +10,7 @@ import { Trainer } from "./trainers.js";
 export const LearnerListener = defineConfig(
   "xpm_torch.learner.LearnerListener",
   { id: meta(str((s) => s.min(1))).help("Unique ID to identify the listener (ignored for signature)") },
-  { abstract: true },
+  { abstract: true, standIn: true },
 );
 
 /** `xpm_torch.learner.CheckpointSettings`: selects the checkpoint of one epoch. */
