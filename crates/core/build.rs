@@ -1,14 +1,25 @@
 //! Checks that the libtorch torch-sys found is the 2.11 release we are pinned to, compiles the
 //! small C++ shim for what tch does not expose, and gives this crate's own test and bench
 //! executables an rpath to libtorch (the rlib itself links nothing; the shipped Node addon
-//! lives in another crate and never carries a build-machine path).
+//! lives in another crate and never carries a build-machine path). It also generates the
+//! configuration types from the schema of the TypeScript classes (build/config_types.rs).
 
 use std::path::PathBuf;
+
+#[path = "build/config_types.rs"]
+mod config_types;
 
 const EXPECTED_TORCH: &str = "2.11.";
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=build/config_types.rs");
+    println!("cargo:rerun-if-changed=src/config/schema.json");
+    let schema = std::fs::read_to_string("src/config/schema.json")
+        .expect("src/config/schema.json (written by `npm run build`)");
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    std::fs::write(out.join("config_types.rs"), config_types::generate(&schema))
+        .expect("writing the generated configuration types");
     println!("cargo:rerun-if-changed=cpp/ffi.h");
     println!("cargo:rerun-if-changed=cpp/shim.cpp");
     println!("cargo:rerun-if-changed=cpp/autocast.cpp");

@@ -39,6 +39,11 @@ pub use text::*;
 pub use trainers::*;
 pub use validation::*;
 
+/// The configuration types generated from `schema.json` at build time (build/config_types.rs).
+pub mod generated {
+    include!(concat!(env!("OUT_DIR"), "/config_types.rs"));
+}
+
 #[cfg(test)]
 pub(crate) mod tests_support;
 

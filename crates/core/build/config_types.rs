@@ -1,0 +1,459 @@
+//! Generates the Rust types of the configuration classes from the JSON Schema the TypeScript
+//! classes emit (`src/config/schema.json`): a struct per concrete class, a tagged enum per
+//! position that several classes fit, `AnyConfig`, and an enum per string enumeration.
+//!
+//! Naming: a class is the last segment of its type id in UpperCamelCase plus `Config`, prefixed
+//! by the previous segment when two classes would share a name; a position is `Any` plus its
+//! base classes' names (joined by `Or` for a union); a variant is its class's name without
+//! `Config`; a string enumeration is named after its field (prefixed by the class when two
+//! enumerations would share a name). Integers are `u64` when the schema bounds them below by 0
+//! or more, `i64` otherwise; a field neither required nor defaulted is an `Option`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+
+use serde_json::{Map, Value};
+
+const TYPE_KEY: &str = "__xpmtype__";
+
+/// What a `$defs` entry becomes.
+enum Def<'a> {
+    /// A concrete class: its type id and definition.
+    Class(&'a str, &'a Map<String, Value>),
+    /// A position: the definitions it accepts.
+    Position(Vec<String>),
+}
+
+/// The generator's view of the schema: definitions and the Rust names given to them.
+struct Model<'a> {
+    defs: BTreeMap<&'a str, Def<'a>>,
+    names: BTreeMap<&'a str, String>,
+    /// String enumerations: sorted values to (name, values in schema order).
+    enums: BTreeMap<Vec<String>, (String, Vec<String>)>,
+    /// Fields (`class key`, `field`) whose type is boxed to break a recursion.
+    boxed: BTreeSet<(String, String)>,
+}
+
+/// `ApproxNDCGLoss` → `ApproxNdcgLoss`, `log-probability` → `LogProbability`.
+pub fn upper_camel(name: &str) -> String {
+    let chars: Vec<char> = name.chars().collect();
+    let mut words: Vec<String> = Vec::new();
+    for (i, &c) in chars.iter().enumerate() {
+        if !c.is_alphanumeric() {
+            words.push(String::new());
+            continue;
+        }
+        let prev = i.checked_sub(1).map(|j| chars[j]);
+        let next = chars.get(i + 1).copied();
+        let starts = c.is_uppercase()
+            && prev.is_some_and(|p| {
+                p.is_lowercase() || p.is_ascii_digit() || next.is_some_and(|n| n.is_lowercase())
+            });
+        if words.is_empty() || starts {
+            words.push(String::new());
+        }
+        words.last_mut().into_iter().for_each(|w| w.push(c));
+    }
+    words
+        .iter()
+        .filter(|w| !w.is_empty())
+        .map(|w| {
+            let mut cs = w.chars();
+            let first = cs.next().map(|c| c.to_ascii_uppercase());
+            first
+                .into_iter()
+                .chain(cs.map(|c| c.to_ascii_lowercase()))
+                .collect::<String>()
+        })
+        .collect()
+}
+
+fn segments(type_id: &str) -> Vec<&str> {
+    type_id.split('.').collect()
+}
+
+/// Struct names of the classes, collisions prefixed by the previous segment.
+fn class_names<'a>(ids: &[&'a str]) -> BTreeMap<&'a str, String> {
+    let short = |id: &str| format!("{}Config", upper_camel(segments(id).last().unwrap_or(&"")));
+    let mut count: BTreeMap<String, usize> = BTreeMap::new();
+    ids.iter()
+        .for_each(|id| *count.entry(short(id)).or_default() += 1);
+    ids.iter()
+        .map(|&id| {
+            let name = short(id);
+            if count[&name] == 1 {
+                return (id, name);
+            }
+            let s = segments(id);
+            let prev = s.len().checked_sub(2).map_or("", |i| s[i]);
+            (id, format!("{}{name}", upper_camel(prev)))
+        })
+        .collect()
+}
+
+/// `Any` and the names of a position's base classes.
+fn position_name(key: &str) -> String {
+    let bases: Vec<String> = key
+        .split('|')
+        .map(|id| upper_camel(segments(id.trim_end_matches('*')).last().unwrap_or(&"")))
+        .collect();
+    format!("Any{}", bases.join("Or"))
+}
+
+fn ref_key(schema: &Value) -> Option<&str> {
+    schema.get("$ref")?.as_str()?.strip_prefix("#/$defs/")
+}
+
+impl<'a> Model<'a> {
+    fn read(schema: &'a Value) -> Self {
+        let mut defs = BTreeMap::new();
+        for (key, def) in schema
+            .get("$defs")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+        {
+            let type_id = def.pointer(&format!("/properties/{TYPE_KEY}/const"));
+            if let (Some(id), Some(obj)) = (type_id.and_then(Value::as_str), def.as_object()) {
+                defs.insert(key.as_str(), Def::Class(id, obj));
+            } else if let Some(any) = def.get("anyOf").and_then(Value::as_array) {
+                let keys = any.iter().filter_map(ref_key).map(String::from).collect();
+                defs.insert(key.as_str(), Def::Position(keys));
+            }
+        }
+        let ids: Vec<&str> = defs
+            .keys()
+            .copied()
+            .filter(|k| matches!(defs[k], Def::Class(..)))
+            .collect();
+        let mut names = class_names(&ids);
+        for (key, def) in &defs {
+            if let Def::Position(_) = def {
+                names.insert(key, position_name(key));
+            }
+        }
+        let mut model = Model {
+            defs,
+            names,
+            enums: BTreeMap::new(),
+            boxed: BTreeSet::new(),
+        };
+        model.name_enums();
+        model.find_recursions();
+        model
+    }
+
+    fn classes(&self) -> impl Iterator<Item = (&'a str, &'a str, &'a Map<String, Value>)> + '_ {
+        self.defs.iter().filter_map(|(k, d)| match d {
+            Def::Class(id, def) => Some((*k, *id, *def)),
+            Def::Position(_) => None,
+        })
+    }
+
+    fn fields(def: &'a Map<String, Value>) -> impl Iterator<Item = (&'a str, &'a Value)> {
+        def.get("properties")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .filter(|(name, _)| name.as_str() != TYPE_KEY)
+            .map(|(n, v)| (n.as_str(), v))
+    }
+}
+
+/// The values of a string enumeration, in schema order.
+fn string_enum(schema: &Value) -> Option<Vec<String>> {
+    let values = schema.get("enum")?.as_array()?;
+    values
+        .iter()
+        .map(|v| v.as_str().map(String::from))
+        .collect()
+}
+
+impl<'a> Model<'a> {
+    /// Names every string enumeration after its field, once per set of values.
+    fn name_enums(&mut self) {
+        let mut found: Vec<(String, String, Vec<String>)> = Vec::new();
+        for (_, id, def) in self.classes() {
+            for (field, schema) in Self::fields(def) {
+                let items = schema.get("items").unwrap_or(schema);
+                if let Some(values) = string_enum(items) {
+                    found.push((
+                        self.names[id].trim_end_matches("Config").into(),
+                        field.into(),
+                        values,
+                    ));
+                }
+            }
+        }
+        let mut by_field: BTreeMap<String, BTreeSet<Vec<String>>> = BTreeMap::new();
+        for (_, field, values) in &found {
+            let mut sorted = values.clone();
+            sorted.sort();
+            by_field.entry(field.clone()).or_default().insert(sorted);
+        }
+        for (class, field, values) in found {
+            let mut sorted = values.clone();
+            sorted.sort();
+            let name = if by_field[&field].len() == 1 {
+                upper_camel(&field)
+            } else {
+                format!("{class}{}", upper_camel(&field))
+            };
+            self.enums.entry(sorted).or_insert((name, values));
+        }
+    }
+
+    /// The definitions a field's type holds directly (not through a list or a map).
+    fn direct_refs(schema: &Value) -> Vec<&str> {
+        match schema.get("type").and_then(Value::as_str) {
+            Some("array" | "object") => Vec::new(),
+            _ => ref_key(schema).into_iter().collect(),
+        }
+    }
+
+    fn reaches(&self, from: &str, target: &str, seen: &mut BTreeSet<String>) -> bool {
+        if from == target {
+            return true;
+        }
+        if !seen.insert(from.to_string()) {
+            return false;
+        }
+        let next: Vec<&str> = match self.defs.get(from) {
+            Some(Def::Class(_, def)) => Self::fields(def)
+                .flat_map(|(_, s)| Self::direct_refs(s))
+                .collect(),
+            Some(Def::Position(keys)) => keys.iter().map(String::as_str).collect(),
+            None => Vec::new(),
+        };
+        next.into_iter().any(|n| self.reaches(n, target, seen))
+    }
+
+    /// Boxes every field through which its class contains itself.
+    fn find_recursions(&mut self) {
+        let mut boxed = BTreeSet::new();
+        for (key, _, def) in self.classes() {
+            for (field, schema) in Self::fields(def) {
+                if Self::direct_refs(schema)
+                    .iter()
+                    .any(|r| self.reaches(r, key, &mut BTreeSet::new()))
+                {
+                    boxed.insert((key.to_string(), field.to_string()));
+                }
+            }
+        }
+        self.boxed = boxed;
+    }
+}
+
+/// Rust identifiers for field names that are keywords.
+fn field_ident(name: &str) -> String {
+    match name {
+        "type" | "match" | "move" | "ref" | "loop" | "in" | "fn" | "mod" | "use" => {
+            format!("r#{name}")
+        }
+        _ => name.trim_matches('_').to_string(),
+    }
+}
+
+fn doc(out: &mut String, indent: &str, text: &str) {
+    let text = text.trim_end_matches('.');
+    let _ = writeln!(out, "{indent}/// {text}.");
+}
+
+impl<'a> Model<'a> {
+    /// The Rust type of a value described by `schema`, inside class `owner` field `field`.
+    fn rust_type(&self, schema: &Value) -> String {
+        if let Some(key) = ref_key(schema) {
+            return match self.defs.get(key) {
+                Some(Def::Class(..)) => format!("Typed<{}>", self.names[key]),
+                _ => self
+                    .names
+                    .get(key)
+                    .cloned()
+                    .unwrap_or_else(|| "serde_json::Value".into()),
+            };
+        }
+        if let Some(values) = string_enum(schema) {
+            let mut sorted = values;
+            sorted.sort();
+            return self.enums[&sorted].0.clone();
+        }
+        if schema.get("const").is_some_and(Value::is_string) {
+            return "String".into();
+        }
+        match schema.get("type").and_then(Value::as_str) {
+            Some("integer") => {
+                let min = schema.get("minimum").and_then(Value::as_f64);
+                (if min.is_some_and(|m| m >= 0.0) {
+                    "u64"
+                } else {
+                    "i64"
+                })
+                .into()
+            }
+            Some("number") => "f64".into(),
+            Some("boolean") => "bool".into(),
+            Some("string") => "String".into(),
+            Some("array") => self.array_type(schema),
+            Some("object") => match schema.get("additionalProperties") {
+                Some(values @ Value::Object(_)) => {
+                    format!(
+                        "std::collections::BTreeMap<String, {}>",
+                        self.rust_type(values)
+                    )
+                }
+                _ => "serde_json::Map<String, serde_json::Value>".into(),
+            },
+            _ => "serde_json::Value".into(),
+        }
+    }
+
+    /// A list, or a tuple when the schema fixes its length.
+    fn array_type(&self, schema: &Value) -> String {
+        let item = schema
+            .get("items")
+            .map_or("serde_json::Value".into(), |i| self.rust_type(i));
+        let min = schema.get("minItems").and_then(Value::as_u64);
+        match (min, schema.get("maxItems").and_then(Value::as_u64)) {
+            (Some(n), Some(m)) if n == m && (2..=4).contains(&n) => {
+                format!("({})", vec![item; n as usize].join(", "))
+            }
+            _ => format!("Vec<{item}>"),
+        }
+    }
+
+    fn emit_struct(&self, out: &mut String, key: &str, id: &str, def: &'a Map<String, Value>) {
+        let name = &self.names[key];
+        let required: BTreeSet<&str> = def
+            .get("required")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        doc(out, "", &format!("`{id}`"));
+        out.push_str("#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]\n");
+        out.push_str("#[serde(deny_unknown_fields)]\n");
+        let _ = writeln!(out, "pub struct {name} {{");
+        for (field, schema) in Self::fields(def) {
+            if let Some(text) = schema.get("description").and_then(Value::as_str) {
+                doc(out, "    ", text);
+            } else {
+                doc(out, "    ", &format!("`{field}`"));
+            }
+            let mut ty = self.rust_type(schema);
+            if self.boxed.contains(&(key.to_string(), field.to_string())) {
+                ty = format!("Box<{ty}>");
+            }
+            let ident = field_ident(field);
+            if ident.trim_start_matches("r#") != field {
+                let _ = writeln!(out, "    #[serde(rename = {field:?})]");
+            }
+            if !required.contains(field) && schema.get("default").is_none() {
+                out.push_str("    #[serde(default, skip_serializing_if = \"Option::is_none\")]\n");
+                ty = format!("Option<{ty}>");
+            }
+            let _ = writeln!(out, "    pub {ident}: {ty},");
+        }
+        out.push_str("}\n\n");
+        let _ = writeln!(
+            out,
+            "impl ConfigType for {name} {{\n    const TYPE_ID: &'static str = {id:?};\n}}\n"
+        );
+    }
+
+    /// A tagged enum over `keys` (class definitions), through `config_enum!`.
+    fn emit_tagged(&self, out: &mut String, name: &str, what: &str, keys: &[String]) {
+        out.push_str("config_enum! {\n");
+        doc(out, "    ", what);
+        out.push_str(
+            "    #[derive(Debug, Clone, PartialEq)]\n    #[allow(clippy::large_enum_variant)]\n",
+        );
+        let _ = writeln!(out, "    pub enum {name} {{");
+        for key in keys {
+            let Some(Def::Class(id, _)) = self.defs.get(key.as_str()) else {
+                continue;
+            };
+            let class = &self.names[key.as_str()];
+            let variant = class.trim_end_matches("Config");
+            doc(out, "        ", &format!("`{id}`"));
+            let _ = writeln!(out, "        {variant}({class}) = {id:?},");
+        }
+        out.push_str("    }\n}\n\n");
+    }
+
+    fn emit_string_enum(&self, out: &mut String, name: &str, values: &[String]) {
+        doc(
+            out,
+            "",
+            &format!(
+                "One of {}",
+                values
+                    .iter()
+                    .map(|v| format!("`{v}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        );
+        out.push_str(
+            "#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]\n",
+        );
+        let _ = writeln!(out, "pub enum {name} {{");
+        for value in values {
+            doc(out, "    ", &format!("`{value}`"));
+            let variant = upper_camel(value);
+            // A value that opens with a digit (`16-mixed`) is no identifier: `V16Mixed`.
+            let prefix = if variant.starts_with(|c: char| c.is_ascii_digit()) {
+                "V"
+            } else {
+                ""
+            };
+            let _ = writeln!(
+                out,
+                "    #[serde(rename = {value:?})]\n    {prefix}{variant},"
+            );
+        }
+        out.push_str("}\n\n");
+    }
+
+    /// The whole generated module.
+    fn emit(&self) -> String {
+        let mut out =
+            String::from("// Generated by build/config_types.rs from src/config/schema.json.\n\n");
+        out.push_str("use serde::{Deserialize, Serialize};\n\n");
+        out.push_str("use super::tagged::{config_enum, ConfigType, Typed};\n\n");
+        for (key, id, def) in self.classes() {
+            self.emit_struct(&mut out, key, id, def);
+        }
+        for (key, def) in &self.defs {
+            if let Def::Position(keys) = def {
+                self.emit_tagged(
+                    &mut out,
+                    &self.names[key],
+                    &format!("What fits a `{key}` position"),
+                    keys,
+                );
+            }
+        }
+        let all: Vec<String> = self.classes().map(|(k, _, _)| k.to_string()).collect();
+        self.emit_tagged(
+            &mut out,
+            "AnyConfig",
+            "Any configuration class the core reads",
+            &all,
+        );
+        for (name, values) in self.enums.values() {
+            self.emit_string_enum(&mut out, name, values);
+        }
+        out
+    }
+}
+
+/// The Rust source of the configuration types described by `schema` (the text of schema.json).
+///
+/// # Panics
+/// When `schema` is not JSON: the build cannot go on without its types.
+pub fn generate(schema: &str) -> String {
+    let schema: Value = serde_json::from_str(schema).expect("src/config/schema.json is not JSON");
+    Model::read(&schema).emit()
+}
