@@ -15,11 +15,16 @@ fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=build/config_types.rs");
     println!("cargo:rerun-if-changed=src/config/schema.json");
-    let schema = std::fs::read_to_string("src/config/schema.json")
-        .expect("src/config/schema.json (written by `npm run build`)");
-    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
-    std::fs::write(out.join("config_types.rs"), config_types::generate(&schema))
-        .expect("writing the generated configuration types");
+    let schema = match std::fs::read_to_string("src/config/schema.json") {
+        Ok(schema) => schema,
+        Err(e) => panic!("src/config/schema.json (written by `npm run build`): {e}"),
+    };
+    let Some(out) = std::env::var_os("OUT_DIR").map(PathBuf::from) else {
+        panic!("cargo sets OUT_DIR for build scripts");
+    };
+    if let Err(e) = std::fs::write(out.join("config_types.rs"), config_types::generate(&schema)) {
+        panic!("writing the generated configuration types: {e}");
+    }
     println!("cargo:rerun-if-changed=cpp/ffi.h");
     println!("cargo:rerun-if-changed=cpp/shim.cpp");
     println!("cargo:rerun-if-changed=cpp/autocast.cpp");

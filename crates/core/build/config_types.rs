@@ -454,6 +454,9 @@ impl<'a> Model<'a> {
 /// # Panics
 /// When `schema` is not JSON: the build cannot go on without its types.
 pub fn generate(schema: &str) -> String {
-    let schema: Value = serde_json::from_str(schema).expect("src/config/schema.json is not JSON");
+    let schema: Value = match serde_json::from_str(schema) {
+        Ok(schema) => schema,
+        Err(e) => panic!("src/config/schema.json is not JSON: {e}"),
+    };
     Model::read(&schema).emit()
 }
