@@ -6,7 +6,7 @@
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 
 import { provisionCudaHeaders } from "./cuda-headers.mjs";
@@ -73,16 +73,34 @@ function typescript() {
 /** Where the core reads the value rules of the classes from (crates/core/src/config/rules.rs). */
 const CORE_SCHEMA = join(root, "crates", "core", "src", "config", "schema.json");
 
-// Rewritten only when it changes, so that an unchanged schema does not rebuild the core.
-function coreSchema() {
-  step("Configuration schema for the core");
-  const schema = `${capture(process.execPath, ["dist/cli.js", "schema"])}\n`;
-  if (existsSync(CORE_SCHEMA) && readFileSync(CORE_SCHEMA, "utf8") === schema) {
-    console.log("crates/core/src/config/schema.json is up to date");
+/** The demo Learner (ts/demo-config.ts) as the core reads it, the one copy that the Rust tests,
+ * benches, examples and the runner's test read; test/demo-fixture.test.ts checks it is current. */
+const DEMO_FIXTURE = join(root, "crates", "core", "tests", "fixtures", "demo.json");
+
+// Rewritten only when it changes, so that an unchanged file does not rebuild the core.
+function writeIfChanged(path, text) {
+  const name = relative(root, path);
+  if (existsSync(path) && readFileSync(path, "utf8") === text) {
+    console.log(`${name} is up to date`);
     return;
   }
-  writeFileSync(CORE_SCHEMA, schema);
-  console.log("wrote crates/core/src/config/schema.json");
+  writeFileSync(path, text);
+  console.log(`wrote ${name}`);
+}
+
+function coreSchema() {
+  step("Configuration schema for the core");
+  writeIfChanged(CORE_SCHEMA, `${capture(process.execPath, ["dist/cli.js", "schema"])}\n`);
+}
+
+function demoFixture() {
+  step("Demo configuration for the Rust tests");
+  const script = [
+    'import { demoLearner } from "./dist/demo-config.js";',
+    'import { coreConfigJson } from "./dist/train.js";',
+    "console.log(JSON.stringify(JSON.parse(coreConfigJson(demoLearner())), null, 2));",
+  ].join("\n");
+  writeIfChanged(DEMO_FIXTURE, `${capture(process.execPath, ["--input-type=module", "--eval", script])}\n`);
 }
 
 function libtorch() {
@@ -159,6 +177,7 @@ async function build() {
   npmPackages();
   typescript();
   coreSchema();
+  demoFixture();
   const torchRoot = libtorch();
   const env = cargoEnv(torchRoot);
   addon(env);

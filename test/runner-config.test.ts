@@ -1,5 +1,6 @@
 // The configuration `xpm-torch wire` writes for xpm-torch-run, the runner without Node. The Rust
-// tests of crates/runner run the fixture checked here; this test keeps it what wire writes today.
+// tests of crates/runner run the demo's fixture with a few fields changed; this test keeps that
+// what wire writes today.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 
@@ -9,15 +10,21 @@ import { ConfigError, defineListener, demoLearner, Learner, ModuleLoader, Random
 import { coreConfigJson } from "../ts/learn.js";
 import { repoRoot } from "./helpers/node.js";
 
-const FIXTURE = join(repoRoot, "crates", "runner", "tests", "fixtures", "demo.json");
+/** The demo's one JSON copy (test/demo-fixture.test.ts keeps it current). */
+const FIXTURE = join(repoRoot, "crates", "core", "tests", "fixtures", "demo.json");
 
-/** The fixture's Learner; after a change, rewrite the fixture with `node dist/cli.js wire`. */
+/** The Learner the runner's test runs: the fixture with the fields `runner_demo` (run.rs) changes. */
 const runnerDemo = () => demoLearner({ seed: 3, max_epochs: 2, steps_per_epoch: 20 });
 
+function runnerFixture(): unknown {
+  const wire = JSON.parse(readFileSync(FIXTURE, "utf8")) as { random: { seed: number }; max_epochs: number; steps_per_epoch: number };
+  return { ...wire, random: { ...wire.random, seed: 3 }, max_epochs: 2, steps_per_epoch: 20 };
+}
+
 describe("xpm-torch wire", () => {
-  it("writes the runner's fixture, with generated paths relative to the job directory", () => {
+  it("writes what the runner's test runs, with generated paths relative to the job directory", () => {
     const json = coreConfigJson(runnerDemo());
-    expect(JSON.parse(json)).toEqual(JSON.parse(readFileSync(FIXTURE, "utf8")));
+    expect(JSON.parse(json)).toEqual(runnerFixture());
     const wire = JSON.parse(json) as { logpath: string; checkpointspath: string };
     expect([wire.logpath, wire.checkpointspath]).toEqual(["runs", "checkpoints"]);
   });
@@ -38,6 +45,6 @@ describe("xpm-torch wire", () => {
     expect(wire.__init_tasks__[0]!.path).toBe("/runs/a/model.safetensors");
     setInitTasks(config, [Random.C({ seed: 1 })]);
     expect(() => coreConfigJson(config)).toThrow("learner.__init_tasks__[0]: is a xpm_torch.base.Random: a Learner runs ModuleLoader initialisation tasks only");
-    expect(JSON.parse(coreConfigJson(setInitTasks(config, [])))).toEqual(JSON.parse(readFileSync(FIXTURE, "utf8")));
+    expect(JSON.parse(coreConfigJson(setInitTasks(config, [])))).toEqual(runnerFixture());
   });
 });

@@ -66,7 +66,7 @@ build() {
   strip -o "$dest/batching_sim" "$release/examples/batching_sim"
   strip -o "$dest/xpm-torch-run" "$release/xpm-torch-run"
   cp "$library" "$dest/"
-  cp "$here/crates/runner/tests/fixtures/demo.json" "$dest/demo.json"
+  cp "$here/crates/core/tests/fixtures/demo.json" "$dest/demo.json"
   build_bench "$release/examples/minilm_ids"
   du -ch "$dest"/* | tail -1 | sed 's/total/in target\/gpu (carried)/'
 }
@@ -143,7 +143,7 @@ run() {
   note "== runner, demo job on CUDA"
   local job
   job="$(mktemp -d)"
-  python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); c["fabric_config"]["accelerator"]="cuda"; json.dump(c, open(sys.argv[2],"w"))' \
+  python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); c["fabric_config"]["accelerator"]="cuda"; c["random"]["seed"]=3; c["max_epochs"]=2; c["steps_per_epoch"]=20; json.dump(c, open(sys.argv[2],"w"))' \
     "$dest/demo.json" "$job/cuda.json"
   if "$dest/xpm-torch-run" "$job/cuda.json" --job-dir "$job" >"$job/output.json" 2>"$job/stderr"; then
     note "$(cat "$job/stderr")"

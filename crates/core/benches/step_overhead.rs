@@ -1,6 +1,7 @@
 //! Per-step overhead of the learner against the same forward, backward and optimizer calls
 //! written directly against tch: an MLP 16→64→32→1, pairwise hinge loss, Adam, batches of 128
-//! preference pairs gathered from a fixed feature matrix.
+//! preference pairs gathered from a fixed feature matrix (the learner runs the demo's
+//! configuration, `tests/support/demo_config.rs`).
 //!
 //! `cargo bench -p xpm-torch-core --bench step_overhead`; overhead per step =
 //! (learner/500 − learner/1) / 499 − direct/500 / 500.
@@ -16,28 +17,19 @@ use tch::{Device, Kind, Tensor};
 use xpm_torch_core::config::parse_learner;
 use xpm_torch_core::learner::{learn, NoObserver};
 
+#[path = "../tests/support/demo_config.rs"]
+mod demo_config;
+
 const BATCH: i64 = 128;
 const FEATURES: i64 = 16;
 
+/// The demo Learner for one epoch of `steps` steps, without validation.
 fn learner_json(steps: u64) -> String {
-    let data = r#"{"__xpmtype__":"xpm_torch.data.SyntheticLtrDataset","signal_seed":1,"seed":1,"num_queries":400,"docs_per_query":20,"num_features":16,"noise":0.3}"#;
-    format!(
-        r#"{{"__xpmtype__":"xpm_torch.learner.Learner",
-        "random":{{"__xpmtype__":"xpm_torch.base.Random","seed":0}},
-        "trainer":{{"__xpmtype__":"xpm_torch.trainers.LossTrainer",
-            "hooks":[{{"__xpmtype__":"xpm_torch.losses.pairwise.HingeLoss","weight":1.0,"margin":1.0}}],
-            "batcher":{{"__xpmtype__":"xpm_torch.batchers.Batcher"}},
-            "sampler":{{"__xpmtype__":"xpm_torch.samplers.PairwiseSampler","dataset":{data}}},
-            "batch_size":{BATCH},"num_workers":0}},
-        "model":{{"__xpmtype__":"xpm_torch.models.MlpScorer","input_dim":{FEATURES},"hidden_dims":[64,32]}},
-        "max_epochs":1,"steps_per_epoch":{steps},
-        "optimizers":[{{"__xpmtype__":"xpm_torch.optim.ParameterOptimizer",
-            "optimizer":{{"__xpmtype__":"xpm_torch.optim.Adam","lr":0.003,"weight_decay":0.0,"eps":1e-8,"betas":[0.9,0.999]}},
-            "filter":{{"__xpmtype__":"xpm_torch.optim.ParameterFilter"}}}}],
-        "listeners":[],"checkpoint_interval":1,"hooks":[],
-        "fabric_config":{{"__xpmtype__":"xpm_torch.configuration.FabricConfiguration","precision":"32-true",
-            "num_nodes":1,"devices":"auto","strategy":"auto","accelerator":"auto"}}}}"#
-    )
+    let mut learner = demo_config::demo();
+    learner["max_epochs"] = 1.into();
+    learner["steps_per_epoch"] = steps.into();
+    learner["listeners"] = serde_json::json!([]);
+    learner.to_string()
 }
 
 fn direct(steps: usize) {

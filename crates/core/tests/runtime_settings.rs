@@ -11,6 +11,9 @@ use xpm_torch_core::runtime::{
     current_matmul_precision, deterministic_algorithms, MatmulPrecision,
 };
 
+#[path = "support/demo_config.rs"]
+mod demo_config;
+
 fn scratch() -> PathBuf {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let dir = std::env::temp_dir().join(format!(
@@ -23,27 +26,19 @@ fn scratch() -> PathBuf {
     dir
 }
 
+/// The demo Learner on the CPU for 2 epochs of 15 steps, checkpointed in `dir`, without
+/// validation, with `fabric_extra` spliced into its FabricConfiguration.
 fn learner_json(dir: &std::path::Path, fabric_extra: &str) -> String {
-    let data = r#"{"__xpmtype__":"xpm_torch.data.SyntheticLtrDataset","signal_seed":3,"seed":1,"num_queries":100,"docs_per_query":20,"num_features":16,"noise":0.3}"#;
-    format!(
-        r#"{{"__xpmtype__":"xpm_torch.learner.Learner",
-        "random":{{"__xpmtype__":"xpm_torch.base.Random","seed":7}},
-        "trainer":{{"__xpmtype__":"xpm_torch.trainers.LossTrainer",
-            "hooks":[{{"__xpmtype__":"xpm_torch.losses.pairwise.HingeLoss","weight":1.0,"margin":1.0}}],
-            "batcher":{{"__xpmtype__":"xpm_torch.batchers.Batcher"}},
-            "sampler":{{"__xpmtype__":"xpm_torch.samplers.PairwiseSampler","dataset":{data}}},
-            "batch_size":128,"num_workers":0}},
-        "model":{{"__xpmtype__":"xpm_torch.models.MlpScorer","input_dim":16,"hidden_dims":[64,32]}},
-        "max_epochs":2,"steps_per_epoch":15,
-        "optimizers":[{{"__xpmtype__":"xpm_torch.optim.ParameterOptimizer",
-            "optimizer":{{"__xpmtype__":"xpm_torch.optim.Adam","lr":0.003,"weight_decay":0.0,"eps":1e-8,"betas":[0.9,0.999]}},
-            "filter":{{"__xpmtype__":"xpm_torch.optim.ParameterFilter"}}}}],
-        "listeners":[],"checkpoint_interval":1,"hooks":[],
-        "checkpointspath":{dir:?},
-        "fabric_config":{{"__xpmtype__":"xpm_torch.configuration.FabricConfiguration","precision":"32-true",
-            "num_nodes":1,"devices":"auto","strategy":"auto","accelerator":"cpu"{fabric_extra}}}}}"#,
-        dir = dir.join("checkpoints").display().to_string(),
-    )
+    let mut learner = demo_config::demo();
+    learner["random"]["seed"] = 7.into();
+    learner["max_epochs"] = 2.into();
+    learner["steps_per_epoch"] = 15.into();
+    learner["listeners"] = serde_json::json!([]);
+    learner["checkpointspath"] = dir.join("checkpoints").display().to_string().into();
+    let fabric = &mut learner["fabric_config"];
+    fabric["accelerator"] = "cpu".into();
+    demo_config::splice(fabric, fabric_extra);
+    learner.to_string()
 }
 
 fn trained_weights(fabric_extra: &str) -> Vec<u8> {

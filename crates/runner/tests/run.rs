@@ -1,5 +1,6 @@
 //! The runner as a GPU host without Node uses it: a configuration written by `xpm-torch wire`
-//! (tests/fixtures/demo.json, kept current by test/runner-config.test.ts), run in a job directory.
+//! (the demo's, crates/core/tests/fixtures/demo.json, with a few fields changed as
+//! test/runner-config.test.ts checks), run in a job directory.
 // A failed expectation is the verdict.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -8,8 +9,23 @@ use std::process::{Command, Output};
 
 const RUNNER: &str = env!("CARGO_BIN_EXE_xpm-torch-run");
 
-fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/demo.json")
+/// The demo Learner as `xpm-torch wire` writes it (`npm run build` keeps the file current), with
+/// seed 3 and 2 epochs of 20 steps.
+fn runner_demo() -> serde_json::Value {
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../core/tests/fixtures/demo.json");
+    let mut config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(demo).unwrap()).unwrap();
+    config["random"]["seed"] = 3.into();
+    config["max_epochs"] = 2.into();
+    config["steps_per_epoch"] = 20.into();
+    config
+}
+
+/// `runner_demo()` in a file of its own for the test `name`, outside any job directory.
+fn fixture(name: &str) -> PathBuf {
+    let file = std::env::temp_dir().join(format!("xpm-run-{name}-{}.json", std::process::id()));
+    std::fs::write(&file, runner_demo().to_string()).unwrap();
+    file
 }
 
 fn job_dir(name: &str) -> PathBuf {
@@ -28,11 +44,8 @@ fn run(args: &[&str]) -> Output {
 #[test]
 fn runs_a_wired_learner_in_its_job_directory() {
     let dir = job_dir("demo");
-    let out = run(&[
-        fixture().to_str().unwrap(),
-        "--job-dir",
-        dir.to_str().unwrap(),
-    ]);
+    let config = fixture("demo");
+    let out = run(&[config.to_str().unwrap(), "--job-dir", dir.to_str().unwrap()]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     let epochs: Vec<&str> = stderr.lines().filter(|l| l.starts_with("epoch ")).collect();
@@ -62,15 +75,12 @@ fn runs_a_wired_learner_in_its_job_directory() {
     assert!(dir.join("checkpoints/last").is_dir());
 
     // The same job again resumes from its last checkpoint: nothing is left to train.
-    let again = run(&[
-        fixture().to_str().unwrap(),
-        "--job-dir",
-        dir.to_str().unwrap(),
-    ]);
+    let again = run(&[config.to_str().unwrap(), "--job-dir", dir.to_str().unwrap()]);
     assert!(again.status.success());
     let again: serde_json::Value = serde_json::from_slice(&again.stdout).expect("JSON output");
     assert!(again["resumed_from"].as_str().is_some(), "{again}");
     let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(&config);
 }
 
 #[test]
@@ -105,8 +115,7 @@ fn a_bad_command_line_exits_2_and_a_bad_file_1() {
 /// A CPU run, on any machine, reports no CUDA peaks: `cuda_memory` is null.
 #[test]
 fn a_cpu_run_reports_no_cuda_memory() {
-    let mut config: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(fixture()).unwrap()).unwrap();
+    let mut config = runner_demo();
     config["fabric_config"]["accelerator"] = "cpu".into();
     config["max_epochs"] = 1.into();
     config["steps_per_epoch"] = 2.into();
@@ -138,8 +147,7 @@ fn a_cpu_run_reports_no_cuda_memory() {
 /// error naming the accelerator and what is missing; the CPU run of the same job trains.
 #[test]
 fn cuda_where_it_is_unusable_is_a_clear_error_not_a_crash() {
-    let mut config: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(fixture()).unwrap()).unwrap();
+    let mut config = runner_demo();
     config["fabric_config"]["accelerator"] = "cuda".into();
     let dir = job_dir("cuda");
     std::fs::create_dir_all(&dir).unwrap();
