@@ -87,7 +87,8 @@ export declare function panicInTrainingThread(message: string): Promise<string>
 
 /**
  * Reads any configuration object as the core does and writes back what it read: the contract
- * between the TypeScript classes and the Rust mirrors. Returns the outcome JSON.
+ * between the TypeScript classes and the Rust types generated from their schema. Returns the
+ * outcome JSON.
  */
 export declare function readConfig(configJson: string): string
 

@@ -60,7 +60,14 @@ function bothRefusals(typeId: string, changes: Values): { typescript: Refusal; c
 
 /** A value breaking each rule `schema` states (nested in a list or dict as the schema is). */
 function badValues(schema: Schema): unknown[] {
-  if (schema.type === "array" && schema.items) return badValues(schema.items as Schema).map((bad) => [bad]);
+  if (schema.type === "array" && schema.items) {
+    // A list of fixed length keeps it, its other items valid (from the default), to break an
+    // item's rule; and breaks the length itself with one item too few.
+    const fixed = typeof schema.minItems === "number" && schema.minItems === schema.maxItems ? schema.minItems : undefined;
+    const valid = Array.isArray(schema.default) ? (schema.default as unknown[]) : [];
+    const items = badValues(schema.items as Schema).map((bad) => (fixed ? [bad, ...valid.slice(1, fixed)] : [bad]));
+    return fixed && valid.length === fixed ? [...items, valid.slice(1)] : items;
+  }
   if (schema.type === "object" && typeof schema.additionalProperties === "object") {
     return badValues(schema.additionalProperties as Schema).map((bad) => ({ k: bad }));
   }
@@ -102,6 +109,8 @@ describe("value rules: one declaration, one message", () => {
       'xpm_torch.models.MLP.activation = "no-such-option"',
       'xpm_torch.batchers.PredictiveBatcher.coefficient_names = [""]',
       'xpm_torch.batchers.ProbePoint.values = {"k":0}',
+      "xpm_torch.optim.Adam.betas = [0.999]",
+      "xpm_torch.optim.Adam.betas = [-0.5,0.999]",
     ]) {
       expect(labels).toContain(expected);
     }
@@ -110,7 +119,7 @@ describe("value rules: one declaration, one message", () => {
   it.each(ruleCases)("$label: refused alike by the class and by the core", ({ typeId, name, bad }) => {
     const { typescript, core } = bothRefusals(typeId, { [name]: bad });
     expect(typescript.where.startsWith(name)).toBe(true);
-    expect(typescript.message).toMatch(/^must (be|not|match) /);
+    expect(typescript.message).toMatch(/^must (be|not|match|hold) /);
     expect(core).toEqual(typescript);
   });
 

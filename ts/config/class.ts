@@ -20,6 +20,12 @@ export interface ClassOptions<P extends Params> {
    * Rust (e.g. a formula's expanded terms). Never part of the identity.
    */
   wire?(values: ValuesOf<P>): Readonly<Record<string, Wire>>;
+  /**
+   * The JSON Schema of the fields the wire carries beside the parameters (what `wire` adds, or
+   * the bridge), so that the core's types, generated from the schema, read them; `defs` are the
+   * records they refer to (`#/$defs/<name>`).
+   */
+  readonly wireSchema?: WireSchema;
   /** `task` for what `learn()` runs; informative otherwise. */
   readonly kind?: "config" | "task";
   /** Object identity matters (see identifiers.md §6.3). */
@@ -29,6 +35,13 @@ export interface ClassOptions<P extends Params> {
   /** Objects of this class and its subclasses may be written in TypeScript: the core gets stand-ins. */
   readonly standIn?: boolean;
   readonly help?: string;
+}
+
+/** JSON Schema of wire-only fields (see {@link ClassOptions.wireSchema}). */
+export interface WireSchema {
+  readonly properties: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
+  readonly required?: readonly string[];
+  readonly defs?: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
 }
 
 /** A configuration class: `Class.C({...})` validates, freezes and returns a configuration. */
@@ -231,6 +244,15 @@ function revalidate(root: string, schema: z.ZodObject, values: Record<string, un
   const parsed = schema.safeParse(settable);
   if (!parsed.success) throw toConfigError(root, parsed.error, settable);
   return { ...values, ...parsed.data };
+}
+
+/**
+ * A parameter holding a configuration of one of several unrelated `classes`, the union named
+ * `name` (the core's type of such a position is named after it).
+ */
+export function configUnion<const C extends readonly ClassRef[]>(name: string, ...classes: C): ValueDesc<InstanceOf<C[number]>> {
+  const desc = configOf(...classes);
+  return desc.type.kind === "config" ? { ...desc, type: { ...desc.type, union: name } } : desc;
 }
 
 /** A parameter holding a configuration of one of `classes` (or of their subclasses). */

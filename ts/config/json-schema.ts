@@ -6,6 +6,7 @@ import { JS_OBJECT, type Wire, toWire } from "./wire.js";
 
 type Schema = Record<string, unknown>;
 type Defs = Record<string, Schema>;
+type ConfigValueType = Extract<ValueType, { kind: "config" }>;
 
 const ref = (key: string): Schema => ({ $ref: `#/$defs/${key}` });
 
@@ -17,17 +18,18 @@ function standsIn(cls: AnyConfigClass): boolean {
 
 /**
  * A position typed with `typeIds`: the concrete class when only one fits, otherwise a reference
- * to the position's own definition, keyed by the base class's type id (the type ids joined by
- * `|` for a union of classes, `*` after a concrete base) and holding the `anyOf` of what fits
- * there, a stand-in included.
+ * to the position's own definition, keyed by the base class's type id (by the union's name for
+ * a union of classes, `*` after a concrete base) and holding the `anyOf` of what fits there, a
+ * stand-in included.
  */
-function configRef(typeIds: readonly string[], classes: readonly AnyConfigClass[], defs: Defs): Schema {
+function configRef(type: ConfigValueType, classes: readonly AnyConfigClass[], defs: Defs): Schema {
+  const typeIds = type.classes ?? [type.typeId];
   const bases = typeIds.flatMap((id) => classes.filter((c) => c.typeId.toLowerCase() === id.toLowerCase()));
   const concrete = classes.filter((c) => !c.options.abstract && bases.some((base) => isSubclass(c, base)));
   const keys = concrete.map((c) => c.typeId);
   if (concrete.some(standsIn)) keys.push(JS_OBJECT);
   if (keys.length === 1) return ref(keys[0] as string);
-  const key = bases.map((base) => base.typeId).join("|");
+  const key = type.union ?? bases.map((base) => base.typeId).join("|");
   // A concrete base has its class definition under its own type id: `*` says "and subclasses".
   const positionKey = bases.length === 1 && !bases[0]?.options.abstract ? `${key}*` : key;
   defs[positionKey] = { anyOf: keys.map(ref) };
@@ -50,7 +52,7 @@ function itemZod(zodType: z.ZodType): z.ZodType {
 function valueSchema(type: ValueType, zodType: z.ZodType, classes: readonly AnyConfigClass[], defs: Defs): Schema {
   switch (type.kind) {
     case "config":
-      return configRef(type.classes ?? [type.typeId], classes, defs);
+      return configRef(type, classes, defs);
     case "optional":
       return valueSchema(type.inner, zodType instanceof z.ZodOptional ? (zodType.unwrap() as z.ZodType) : zodType, classes, defs);
     case "list":
@@ -99,7 +101,7 @@ const JS_OBJECT_SCHEMA: Schema = {
     kind: { type: "string", description: "What the core must know of its behaviour to build it" },
     params: { type: "object", description: "Its parameters, as any configuration's" },
   },
-  required: [TYPE_KEY, "key", "class", "kind"],
+  required: [TYPE_KEY, "key", "class", "kind", "params"],
   additionalProperties: false,
 };
 
@@ -119,6 +121,12 @@ function classSchema(cls: AnyConfigClass, classes: readonly AnyConfigClass[], de
     if (spec.makeDefault && spec.kind !== "constant") schema.default = plain(spec.makeDefault());
     properties[name] = schema;
     if (!spec.makeDefault && !spec.optional) required.push(name);
+  }
+  const wire = cls.options.wireSchema;
+  if (wire) {
+    Object.assign(properties, wire.properties);
+    required.push(...(wire.required ?? []));
+    Object.assign(defs, wire.defs);
   }
   return { type: "object", properties, required, additionalProperties: false };
 }

@@ -9,6 +9,7 @@ import type { z } from "zod";
 export type ValueRule =
   | { readonly keyword: "minimum" | "exclusiveMinimum" | "maximum" | "exclusiveMaximum"; readonly limit: number }
   | { readonly keyword: "minLength"; readonly limit: number }
+  | { readonly keyword: "itemCount"; readonly limit: number } // minItems = maxItems in the schema
   | { readonly keyword: "enum"; readonly values: readonly unknown[] }
   | { readonly keyword: "pattern"; readonly pattern: string };
 
@@ -21,6 +22,8 @@ export function ruleMessage(rule: ValueRule, got: unknown): string {
   switch (rule.keyword) {
     case "minLength":
       return rule.limit === 1 ? "must not be empty" : `must be at least ${rule.limit} characters long, got ${shown(got)}`;
+    case "itemCount":
+      return `must hold exactly ${rule.limit} values, got ${shown(got)}`;
     case "enum":
       return `must be one of ${rule.values.map(shown).join(", ")}, got ${shown(got)}`;
     case "pattern":
@@ -38,6 +41,7 @@ export function ruleOfIssue(issue: z.core.$ZodIssue): ValueRule | undefined {
       const small = issue.code === "too_small";
       const limit = Number(small ? issue.minimum : issue.maximum);
       if (issue.origin === "string" && small && issue.inclusive !== false) return { keyword: "minLength", limit };
+      if (issue.origin === "array" && issue.exact) return { keyword: "itemCount", limit };
       if (issue.origin !== "number" && issue.origin !== "int") return undefined;
       if (small) return { keyword: issue.inclusive === false ? "exclusiveMinimum" : "minimum", limit };
       return { keyword: issue.inclusive === false ? "exclusiveMaximum" : "maximum", limit };

@@ -52,9 +52,11 @@ export function literal<const V extends readonly [string, ...string[]]>(values: 
   };
 }
 
-export function list<T, In>(item: ValueDesc<T, In>): ValueDesc<readonly T[], readonly In[]> {
+/** A list; `length` fixes how many items it holds (the core reads it as a tuple). */
+export function list<T, In>(item: ValueDesc<T, In>, options: { readonly length?: number } = {}): ValueDesc<readonly T[], readonly In[]> {
+  const array = options.length === undefined ? z.array(item.zod) : z.array(item.zod).length(options.length);
   return {
-    zod: z.array(item.zod).readonly() as unknown as z.ZodType<readonly T[], readonly In[]>,
+    zod: array.readonly() as unknown as z.ZodType<readonly T[], readonly In[]>,
     type: { kind: "list", item: item.type },
     toTyped: (v, node) => ({ kind: "list", items: v.map((x) => item.toTyped(x, node)) }),
   };

@@ -7,7 +7,7 @@ export const JS_OBJECT = "xpm_torch.js.JsObject";
 export type Wire = null | boolean | number | string | Wire[] | { [key: string]: Wire };
 
 /**
- * The JSON document the Rust core reads (its serde mirrors): every configuration as an object
+ * The JSON document the Rust core reads (its types generated from the schema): every configuration as an object
  * whose first key is its type id, sets as arrays, unset optional values left out, the generated
  * paths of the job filled in, and what its class derives for the core (`ClassOptions.wire`).
  */

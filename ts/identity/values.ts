@@ -12,7 +12,7 @@ export type ValueType =
   | { kind: "bool" }
   | { kind: "path" }
   | { kind: "enum"; name: string } // qualified enum name, case preserved
-  | { kind: "config"; typeId: string; classes?: readonly string[] } // lowercase type id (informative); every class, case preserved
+  | { kind: "config"; typeId: string; classes?: readonly string[]; union?: string } // lowercase type id (informative); every class, case preserved; a union's name
   | { kind: "list"; item: ValueType }
   | { kind: "set"; item: ValueType }
   | { kind: "dict"; key: ValueType; value: ValueType }

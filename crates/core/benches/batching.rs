@@ -11,7 +11,7 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use xpm_torch_core::batching::{
     BatchDims, Combine, CostModel, Dims, Formula, MicroBatchable, Packer, PackingLimits,
 };
-use xpm_torch_core::config::FormulaTermConfig;
+use xpm_torch_core::config::FormulaTerm;
 use xpm_torch_core::rng::Rng;
 use xpm_torch_core::Result;
 
@@ -38,9 +38,9 @@ fn length_dims(batch: &Lengths) -> Result<BatchDims> {
 fn observed() -> CostModel {
     let names = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     let terms = [
-        FormulaTermConfig::of("a", &[("bs", 1), ("l", 2)]),
-        FormulaTermConfig::of("b", &[("bs", 1), ("l", 1)]),
-        FormulaTermConfig::of("c", &[]),
+        FormulaTerm::of("a", &[("bs", 1), ("l", 2)]),
+        FormulaTerm::of("b", &[("bs", 1), ("l", 1)]),
+        FormulaTerm::of("c", &[]),
     ];
     let f = Formula::new(
         &terms,

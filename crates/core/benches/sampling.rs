@@ -10,7 +10,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use xpm_torch_core::config::{SyntheticLtrConfig, SyntheticTripletsConfig};
+use xpm_torch_core::config::{SyntheticLtrDatasetConfig, SyntheticTokenTripletsConfig};
 use xpm_torch_core::data::{
     synthetic_ltr, synthetic_triplets, BatchwiseSampler, PairwiseSampler, PointwiseSampler,
     Sampler, Shard, TokenTripletSampler,
@@ -23,7 +23,7 @@ fn bench(c: &mut Criterion) {
     // One core, as the target is stated; libtorch's pool would only measure contention here.
     tch::set_num_threads(1);
     // 1,000 queries × 120 documents, as MSLR-WEB10K's training folds.
-    let data = synthetic_ltr(&SyntheticLtrConfig {
+    let data = synthetic_ltr(&SyntheticLtrDatasetConfig {
         signal_seed: 1,
         seed: 2,
         num_queries: 1000,
@@ -32,7 +32,7 @@ fn bench(c: &mut Criterion) {
         noise: 0.5,
     });
     let triplets = synthetic_triplets(
-        &SyntheticTripletsConfig {
+        &SyntheticTokenTripletsConfig {
             seed: 3,
             num_triplets: 100_000,
             vocab_size: 30_000,

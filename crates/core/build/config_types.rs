@@ -4,7 +4,7 @@
 //!
 //! Naming: a class is the last segment of its type id in UpperCamelCase plus `Config`, prefixed
 //! by the previous segment when two classes would share a name; a position is `Any` plus its
-//! base classes' names (joined by `Or` for a union); a variant is its class's name without
+//! base class's name (or its union's name, see `configUnion`); a variant is its class's name without
 //! `Config`; a string enumeration is named after its field (prefixed by the class when two
 //! enumerations would share a name). Integers are `u64` when the schema bounds them below by 0
 //! or more, `i64` otherwise; a field neither required nor defaulted is an `Option`.
@@ -22,6 +22,8 @@ enum Def<'a> {
     Class(&'a str, &'a Map<String, Value>),
     /// A position: the definitions it accepts.
     Position(Vec<String>),
+    /// A plain record the wire carries inside a class (no type key): a struct named by its key.
+    Record(&'a Map<String, Value>),
 }
 
 /// The generator's view of the schema: definitions and the Rust names given to them.
@@ -119,6 +121,8 @@ impl<'a> Model<'a> {
             } else if let Some(any) = def.get("anyOf").and_then(Value::as_array) {
                 let keys = any.iter().filter_map(ref_key).map(String::from).collect();
                 defs.insert(key.as_str(), Def::Position(keys));
+            } else if let (Some(obj), true) = (def.as_object(), def.get("properties").is_some()) {
+                defs.insert(key.as_str(), Def::Record(obj));
             }
         }
         let ids: Vec<&str> = defs
@@ -128,9 +132,11 @@ impl<'a> Model<'a> {
             .collect();
         let mut names = class_names(&ids);
         for (key, def) in &defs {
-            if let Def::Position(_) = def {
-                names.insert(key, position_name(key));
-            }
+            match def {
+                Def::Position(_) => names.insert(key, position_name(key)),
+                Def::Record(_) => names.insert(key, upper_camel(key)),
+                Def::Class(..) => None,
+            };
         }
         let mut model = Model {
             defs,
@@ -146,7 +152,7 @@ impl<'a> Model<'a> {
     fn classes(&self) -> impl Iterator<Item = (&'a str, &'a str, &'a Map<String, Value>)> + '_ {
         self.defs.iter().filter_map(|(k, d)| match d {
             Def::Class(id, def) => Some((*k, *id, *def)),
-            Def::Position(_) => None,
+            Def::Position(_) | Def::Record(_) => None,
         })
     }
 
@@ -223,7 +229,7 @@ impl<'a> Model<'a> {
                 .flat_map(|(_, s)| Self::direct_refs(s))
                 .collect(),
             Some(Def::Position(keys)) => keys.iter().map(String::as_str).collect(),
-            None => Vec::new(),
+            Some(Def::Record(_)) | None => Vec::new(),
         };
         next.into_iter().any(|n| self.reaches(n, target, seen))
     }
@@ -242,6 +248,17 @@ impl<'a> Model<'a> {
             }
         }
         self.boxed = boxed;
+    }
+}
+
+/// The variant of a string enumeration's value; one that opens with a digit (`16-mixed`) is no
+/// identifier: `V16Mixed`.
+fn enum_variant(value: &str) -> String {
+    let variant = upper_camel(value);
+    if variant.starts_with(|c: char| c.is_ascii_digit()) {
+        format!("V{variant}")
+    } else {
+        variant
     }
 }
 
@@ -322,6 +339,7 @@ impl<'a> Model<'a> {
         }
     }
 
+    /// A class's struct and its type id; a record's struct (`id` empty).
     fn emit_struct(&self, out: &mut String, key: &str, id: &str, def: &'a Map<String, Value>) {
         let name = &self.names[key];
         let required: BTreeSet<&str> = def
@@ -331,7 +349,10 @@ impl<'a> Model<'a> {
             .flatten()
             .filter_map(Value::as_str)
             .collect();
-        doc(out, "", &format!("`{id}`"));
+        match def.get("description").and_then(Value::as_str) {
+            Some(text) if id.is_empty() => doc(out, "", text),
+            _ => doc(out, "", &format!("`{id}`")),
+        }
         out.push_str("#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]\n");
         out.push_str("#[serde(deny_unknown_fields)]\n");
         let _ = writeln!(out, "pub struct {name} {{");
@@ -356,10 +377,12 @@ impl<'a> Model<'a> {
             let _ = writeln!(out, "    pub {ident}: {ty},");
         }
         out.push_str("}\n\n");
-        let _ = writeln!(
-            out,
-            "impl ConfigType for {name} {{\n    const TYPE_ID: &'static str = {id:?};\n}}\n"
-        );
+        if !id.is_empty() {
+            let _ = writeln!(
+                out,
+                "impl ConfigType for {name} {{\n    const TYPE_ID: &'static str = {id:?};\n}}\n"
+            );
+        }
     }
 
     /// A tagged enum over `keys` (class definitions), through `config_enum!`.
@@ -401,19 +424,44 @@ impl<'a> Model<'a> {
         let _ = writeln!(out, "pub enum {name} {{");
         for value in values {
             doc(out, "    ", &format!("`{value}`"));
-            let variant = upper_camel(value);
-            // A value that opens with a digit (`16-mixed`) is no identifier: `V16Mixed`.
-            let prefix = if variant.starts_with(|c: char| c.is_ascii_digit()) {
-                "V"
-            } else {
-                ""
-            };
             let _ = writeln!(
                 out,
-                "    #[serde(rename = {value:?})]\n    {prefix}{variant},"
+                "    #[serde(rename = {value:?})]\n    {},",
+                enum_variant(value)
             );
         }
         out.push_str("}\n\n");
+        let _ = writeln!(out, "impl {name} {{");
+        doc(out, "    ", "The value as configurations write it");
+        out.push_str("    pub fn as_str(&self) -> &'static str {\n        match self {\n");
+        for value in values {
+            let variant = enum_variant(value);
+            let _ = writeln!(out, "            {name}::{variant} => {value:?},");
+        }
+        out.push_str("        }\n    }\n}\n\n");
+        let _ = writeln!(out, "impl std::str::FromStr for {name} {{");
+        out.push_str("    type Err = String;\n\n");
+        out.push_str(
+            "    fn from_str(text: &str) -> Result<Self, String> {\n        match text {\n",
+        );
+        for value in values {
+            let _ = writeln!(
+                out,
+                "            {value:?} => Ok({name}::{}),",
+                enum_variant(value)
+            );
+        }
+        let listed = values
+            .iter()
+            .map(|v| format!("{v:?}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let _ = writeln!(
+            out,
+            "            other => Err(format!(\"must be one of {}, got {{other:?}}\")),",
+            listed.replace('"', "\\\"")
+        );
+        out.push_str("        }\n    }\n}\n\n");
     }
 
     /// The whole generated module.
@@ -424,6 +472,11 @@ impl<'a> Model<'a> {
         out.push_str("use super::tagged::{config_enum, ConfigType, Typed};\n\n");
         for (key, id, def) in self.classes() {
             self.emit_struct(&mut out, key, id, def);
+        }
+        for (key, def) in &self.defs {
+            if let Def::Record(def) = def {
+                self.emit_struct(&mut out, key, "", def);
+            }
         }
         for (key, def) in &self.defs {
             if let Def::Position(keys) = def {

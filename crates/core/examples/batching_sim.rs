@@ -24,10 +24,11 @@ use xpm_torch_core::batching::{
     BatchDims, Batcher, Combine, CostModel, Dims, Formula, MicroBatchable,
 };
 use xpm_torch_core::config::{
-    AdaptivePackerConfig, BatchDimsProviderConfig, BatcherConfig, DimsProviderConfig,
-    FormulaTermConfig, NoParams, PackerConfig, PredictiveBatcherConfig, ProbePointConfig, Typed,
+    AdaptivePackerConfig, AnyBatchDimsProvider, AnyBatcher, AnyMicroBatchPacker,
+    BatchDimsProviderConfig, FormulaTerm, PowerAdaptativeBatcherConfig, PredictiveBatcherConfig,
+    ProbePointConfig, Typed, UniformPackerConfig,
 };
-use xpm_torch_core::config::{FabricConfiguration, ModelConfig};
+use xpm_torch_core::config::{AnyModule, FabricConfigurationConfig};
 use xpm_torch_core::data::{EncodedRows, EncodedTexts, ScoreInput};
 use xpm_torch_core::models::PlacedModel;
 use xpm_torch_core::models::{build, Model};
@@ -69,11 +70,11 @@ fn names(list: &[&str]) -> Vec<String> {
 }
 
 /// The terms of `a*bs*l**2 + b*bs*l + c`, as TypeScript expands it.
-fn square_terms() -> Vec<FormulaTermConfig> {
+fn square_terms() -> Vec<FormulaTerm> {
     vec![
-        FormulaTermConfig::of("a", &[("bs", 1), ("l", 2)]),
-        FormulaTermConfig::of("b", &[("bs", 1), ("l", 1)]),
-        FormulaTermConfig::of("c", &[]),
+        FormulaTerm::of("a", &[("bs", 1), ("l", 2)]),
+        FormulaTerm::of("b", &[("bs", 1), ("l", 1)]),
+        FormulaTerm::of("c", &[]),
     ]
 }
 
@@ -92,8 +93,8 @@ fn model(coefficients: [f64; 3]) -> CostModel {
     m
 }
 
-fn predictive(packer: PackerConfig, probes: &[(u64, u64)]) -> BatcherConfig {
-    BatcherConfig::Predictive(Box::new(PredictiveBatcherConfig {
+fn predictive(packer: AnyMicroBatchPacker, probes: &[(u64, u64)]) -> AnyBatcher {
+    AnyBatcher::PredictiveBatcher(PredictiveBatcherConfig {
         formula: "a*bs*l**2 + b*bs*l + c".into(),
         formula_terms: square_terms(),
         coefficient_names: names(&["a", "b", "c"]),
@@ -102,7 +103,7 @@ fn predictive(packer: PackerConfig, probes: &[(u64, u64)]) -> BatcherConfig {
         memory_fraction: 0.75,
         extra_overhead_bytes: 0,
         min_batch_size: 1,
-        dims_provider: DimsProviderConfig::Builtin(BatchDimsProviderConfig {
+        dims_provider: AnyBatchDimsProvider::BatchDimsProvider(BatchDimsProviderConfig {
             probe_dims: probes
                 .iter()
                 .map(|(bs, l)| {
@@ -113,7 +114,7 @@ fn predictive(packer: PackerConfig, probes: &[(u64, u64)]) -> BatcherConfig {
                 .collect(),
         }),
         packer,
-    }))
+    })
 }
 
 /// Outer batches of lengths log-uniform in [16, 512].
@@ -139,7 +140,7 @@ struct Row {
     held_out_error: Option<(f64, f64)>,
 }
 
-fn simulate(name: &'static str, config: &BatcherConfig) -> Row {
+fn simulate(name: &'static str, config: &AnyBatcher) -> Row {
     let device = SimulatedDevice::new(CAPACITY, RESIDENT, model(TRUTH), 0.05, 11);
     let mut batcher = Batcher::new(config, BATCH, Box::new(device.clone()), "batcher").unwrap();
     batcher
@@ -196,14 +197,17 @@ fn simulated_table() {
         (16, 512),
     ];
     let adaptive = |sort_by: Option<&str>| {
-        PackerConfig::Adaptive(AdaptivePackerConfig {
+        AnyMicroBatchPacker::AdaptivePacker(AdaptivePackerConfig {
             sort_by: sort_by.map(str::to_string),
         })
     };
     let rows = [
         simulate(
             "Predictive, Uniform",
-            &predictive(PackerConfig::Uniform(NoParams {}), &probes),
+            &predictive(
+                AnyMicroBatchPacker::UniformPacker(UniformPackerConfig {}),
+                &probes,
+            ),
         ),
         simulate("Predictive, Adaptive", &predictive(adaptive(None), &probes)),
         simulate(
@@ -212,7 +216,7 @@ fn simulated_table() {
         ),
         simulate(
             "PowerAdaptative",
-            &BatcherConfig::PowerAdaptative(NoParams {}),
+            &AnyBatcher::PowerAdaptativeBatcher(PowerAdaptativeBatcherConfig {}),
         ),
     ];
     println!(
@@ -263,15 +267,17 @@ impl CrossEncoderStep {
         let json = format!(
             r#"{{"__xpmtype__":"xpm_torch.models.CrossEncoder","encoder":{{"__xpmtype__":"xpm_torch.models.HFEncoder","id":"measured","path":{dir:?}}},"max_length":512}}"#
         );
-        let config: ModelConfig = serde_json::from_str(&json).unwrap();
+        let config: AnyModule = serde_json::from_str(&json).unwrap();
         let model = build(&config, &mut Rng::new(1), "model").unwrap();
-        let fabric = FabricConfiguration {
-            precision: precision.into(),
+        let fabric = FabricConfigurationConfig {
+            precision: precision.parse().unwrap(),
             torch_fp32_precision: None,
             num_nodes: 1,
             devices: "auto".into(),
-            strategy: "auto".into(),
-            accelerator: if device.is_cuda() { "cuda" } else { "cpu" }.into(),
+            strategy: xpm_torch_core::config::Strategy::Auto,
+            accelerator: if device.is_cuda() { "cuda" } else { "cpu" }
+                .parse()
+                .unwrap(),
             num_threads: None,
             deterministic: None,
         };
@@ -348,7 +354,10 @@ fn measured_table(device: Device, dir: &str, precision: &str) {
     let mut probe = probe_of(device);
     let step = CrossEncoderStep::new(dir, device, precision);
     let probes = [(1, 128), (1, 512), (2, 256), (4, 512), (8, 128), (8, 256)];
-    let config = predictive(PackerConfig::Uniform(NoParams {}), &probes);
+    let config = predictive(
+        AnyMicroBatchPacker::UniformPacker(UniformPackerConfig {}),
+        &probes,
+    );
     let label = if step.on_cuda() { "cuda" } else { "cpu" };
     let mut batcher = Batcher::new(&config, 64, batcher_probe, label).unwrap();
     // Warm-up: the first step allocates the gradients and libtorch's lasting buffers, which are

@@ -34,7 +34,7 @@ use std::time::Instant;
 
 use tch::nn::{self, Init, OptimizerConfig};
 use tch::{Device, Kind, Tensor};
-use xpm_torch_core::config::{parse_learner, AdamConfig, SyntheticLtrConfig};
+use xpm_torch_core::config::{parse_learner, AdamConfig, SyntheticLtrDatasetConfig};
 use xpm_torch_core::data::{read_letor, synthetic_ltr, LtrDataset};
 use xpm_torch_core::learner::{learn, NoObserver};
 use xpm_torch_core::optim::{self, Optimizer};
@@ -67,7 +67,7 @@ fn write_data(args: &[String]) {
     let num_features = number(&args[1], "features");
     let docs_per_query = number(&args[4], "docs per query");
     for (name, seed, queries) in [("train", 1, &args[2]), ("heldout", 2, &args[3])] {
-        let config = SyntheticLtrConfig {
+        let config = SyntheticLtrDatasetConfig {
             signal_seed: SIGNAL_SEED,
             seed,
             num_queries: number(queries, "queries"),

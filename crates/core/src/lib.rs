@@ -1,6 +1,7 @@
-//! The training engine of xpm-torch: configuration mirrors, data, models, losses, optimizers and
-//! the learner loop, over libtorch through `tch`. It knows nothing of Node; the binding crate
-//! hands it a JSON configuration and an [`learner::Observer`].
+//! The training engine of xpm-torch: configuration types generated from the classes' schema,
+//! data, models, losses, optimizers and the learner loop, over libtorch through `tch`. It knows
+//! nothing of Node; the binding crate hands it a JSON configuration and an
+//! [`learner::Observer`].
 #![warn(missing_docs)]
 
 pub mod batching;

@@ -10,8 +10,9 @@ use tch::{Device, Kind, Tensor};
 use xpm_torch_core::batching::SimulatedDevice;
 use xpm_torch_core::batching::{BatchDims, Batcher, Combine, CostModel, Formula, MicroBatchable};
 use xpm_torch_core::config::{
-    AdaptivePackerConfig, BatchDimsProviderConfig, BatcherConfig, DimsProviderConfig,
-    FormulaTermConfig, NoParams, PackerConfig, PredictiveBatcherConfig, ProbePointConfig, Typed,
+    AdaptivePackerConfig, AnyBatchDimsProvider, AnyBatcher, AnyMicroBatchPacker,
+    BatchDimsProviderConfig, BatcherConfig, FormulaTerm, PowerAdaptativeBatcherConfig,
+    PredictiveBatcherConfig, ProbePointConfig, Typed, UniformPackerConfig,
 };
 use xpm_torch_core::{Error, Result};
 
@@ -105,25 +106,25 @@ impl Linear {
 
 fn truth() -> CostModel {
     let names = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-    let terms = [FormulaTermConfig::of("a", &[("bs", 1), ("l", 2)])];
+    let terms = [FormulaTerm::of("a", &[("bs", 1), ("l", 2)])];
     let f = Formula::new(&terms, &names(&["a"]), &names(&["bs", "l"]), "truth").unwrap();
     let mut m = CostModel::new(f, "bs", "truth").unwrap();
     m.set_coefficients(vec![1.0, 0.0]).unwrap();
     m
 }
 
-fn predictive(packer: PackerConfig) -> BatcherConfig {
+fn predictive(packer: AnyMicroBatchPacker) -> AnyBatcher {
     let probe = |bs: u64, l: u64| {
         Typed(ProbePointConfig {
             values: BTreeMap::from([("bs".into(), bs), ("l".into(), l)]),
         })
     };
-    BatcherConfig::Predictive(Box::new(PredictiveBatcherConfig {
+    AnyBatcher::PredictiveBatcher(PredictiveBatcherConfig {
         formula: "a*bs*l**2 + b*bs*l + c".into(),
         formula_terms: vec![
-            FormulaTermConfig::of("a", &[("bs", 1), ("l", 2)]),
-            FormulaTermConfig::of("b", &[("bs", 1), ("l", 1)]),
-            FormulaTermConfig::of("c", &[]),
+            FormulaTerm::of("a", &[("bs", 1), ("l", 2)]),
+            FormulaTerm::of("b", &[("bs", 1), ("l", 1)]),
+            FormulaTerm::of("c", &[]),
         ],
         coefficient_names: vec!["a".into(), "b".into(), "c".into()],
         variable_names: vec!["bs".into(), "l".into()],
@@ -131,21 +132,21 @@ fn predictive(packer: PackerConfig) -> BatcherConfig {
         memory_fraction: 0.5,
         extra_overhead_bytes: 0,
         min_batch_size: 1,
-        dims_provider: DimsProviderConfig::Builtin(BatchDimsProviderConfig {
+        dims_provider: AnyBatchDimsProvider::BatchDimsProvider(BatchDimsProviderConfig {
             probe_dims: vec![probe(1, 16), probe(2, 32), probe(4, 64), probe(2, 8)],
         }),
         packer,
-    }))
+    })
 }
 
 /// Gradients and stepped weights after processing one outer batch with `config`, and the
 /// number of micro-batches it took.
-fn train(config: &BatcherConfig, batch: &Records) -> (Vec<f64>, Vec<f64>, usize) {
+fn train(config: &AnyBatcher, batch: &Records) -> (Vec<f64>, Vec<f64>, usize) {
     let model = Linear::new();
     // Budget: half of 2·(4·64²), i.e. four records of the longest length; the unsplit batch
     // gets a device it fits on.
     let capacity = match config {
-        BatcherConfig::Predictive(_) => 2 * 4 * 64 * 64,
+        AnyBatcher::PredictiveBatcher(_) => 2 * 4 * 64 * 64,
         _ => u64::MAX / 2,
     };
     let device = SimulatedDevice::new(capacity, 0, truth(), 0.0, 1);
@@ -189,15 +190,18 @@ fn assert_close(a: &[f64], b: &[f64], what: &str) {
 #[test]
 fn any_split_gives_the_gradients_of_no_split() {
     let batch = records(32, 7);
-    let (grads, weights, n) = train(&BatcherConfig::Plain(NoParams {}), &batch);
+    let (grads, weights, n) = train(&AnyBatcher::Batcher(BatcherConfig {}), &batch);
     assert_eq!(n, 1);
     let adaptive = |sort_by: Option<&str>| {
-        PackerConfig::Adaptive(AdaptivePackerConfig {
+        AnyMicroBatchPacker::AdaptivePacker(AdaptivePackerConfig {
             sort_by: sort_by.map(str::to_string),
         })
     };
     for (name, packer) in [
-        ("uniform", PackerConfig::Uniform(NoParams {})),
+        (
+            "uniform",
+            AnyMicroBatchPacker::UniformPacker(UniformPackerConfig {}),
+        ),
         ("adaptive", adaptive(None)),
         ("adaptive sorted", adaptive(Some("l"))),
     ] {
@@ -211,11 +215,11 @@ fn any_split_gives_the_gradients_of_no_split() {
 #[test]
 fn an_out_of_memory_replay_gives_the_gradients_of_no_split() {
     let batch = records(16, 3);
-    let (grads, weights, _) = train(&BatcherConfig::Plain(NoParams {}), &batch);
+    let (grads, weights, _) = train(&AnyBatcher::Batcher(BatcherConfig {}), &batch);
     let model = Linear::new();
     let device = SimulatedDevice::new(u64::MAX / 2, 0, truth(), 0.0, 1);
     let mut batcher = Batcher::new(
-        &BatcherConfig::PowerAdaptative(NoParams {}),
+        &AnyBatcher::PowerAdaptativeBatcher(PowerAdaptativeBatcherConfig {}),
         16,
         Box::new(device),
         "batcher",

@@ -10,7 +10,7 @@ use std::sync::atomic::AtomicBool;
 
 use tch::{Device, Kind, Tensor};
 use xpm_torch_core::config::parse_learner;
-use xpm_torch_core::config::FabricConfiguration;
+use xpm_torch_core::config::FabricConfigurationConfig;
 use xpm_torch_core::data::{
     Batch, BatchSource, LtrDataset, PairwiseSampler, PointwiseBatch, ScoreInput, Shard, Staging,
 };
@@ -267,13 +267,13 @@ fn ddp_on_one_gpu_trains_through_nccl_and_checkpoints() {
 #[ignore = "needs a CUDA GPU: scripts/gpu/suite.sh runs it"]
 fn batches_reach_the_gpu_unchanged_through_pinned_memory() {
     cuda();
-    let fabric = FabricConfiguration {
-        precision: "32-true".into(),
+    let fabric = FabricConfigurationConfig {
+        precision: xpm_torch_core::config::Precision::V32True,
         torch_fp32_precision: None,
         num_nodes: 1,
         devices: "auto".into(),
-        strategy: "auto".into(),
-        accelerator: "cuda".into(),
+        strategy: xpm_torch_core::config::Strategy::Auto,
+        accelerator: xpm_torch_core::config::Accelerator::Cuda,
         num_threads: None,
         deterministic: None,
     };

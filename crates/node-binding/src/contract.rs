@@ -4,7 +4,8 @@ use xpm_torch_core::config;
 use crate::outcome;
 
 /// Reads any configuration object as the core does and writes back what it read: the contract
-/// between the TypeScript classes and the Rust mirrors. Returns the outcome JSON.
+/// between the TypeScript classes and the Rust types generated from their schema. Returns the
+/// outcome JSON.
 #[napi]
 pub fn read_config(config_json: String) -> String {
     outcome::to_json(config::parse_any(&config_json).and_then(|c| {

@@ -77,6 +77,29 @@ export const PredictiveBatcher = defineConfig(
       if (typeof canonical !== "string") issue("formula", canonical.error);
     },
     // The core fits and evaluates the formula from its expanded terms: it has no parser.
+    wireSchema: {
+      properties: {
+        formula_terms: {
+          type: "array",
+          items: { $ref: "#/$defs/FormulaTerm" },
+          description: "The formula expanded by TypeScript, its only parser, in canonical order",
+        },
+      },
+      required: ["formula_terms"],
+      defs: {
+        FormulaTerm: {
+          type: "object",
+          description: "One term of an expanded cost formula: factor × Π variable^power, times the coefficient when there is one",
+          properties: {
+            coefficient: { type: "string", description: "The coefficient the term multiplies (none: a known part of the cost)" },
+            factor: { type: "number", description: "A whole number" },
+            powers: { type: "object", additionalProperties: { type: "integer", minimum: 0 }, description: "The power of each variable" },
+          },
+          required: ["factor", "powers"],
+          additionalProperties: false,
+        },
+      },
+    },
     wire(v) {
       const terms = formulaTerms(v.formula, v.coefficient_names, v.variable_names);
       if (!Array.isArray(terms)) throw new ConfigError("formula", terms.error);

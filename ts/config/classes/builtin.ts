@@ -1,6 +1,6 @@
 // Classes of this package with no Python counterpart: the models, data and listeners that the
 // Rust core implements. Their type ids live under `xpm_torch` so that identifiers stay stable.
-import { configOf, defineConfig } from "../class.js";
+import { configOf, configUnion, defineConfig } from "../class.js";
 import { generated, meta, param } from "../declare.js";
 import { bool, dict, float, int, list, literal, path, str } from "../types.js";
 import { Module, SampleIterator, Sampler } from "./base.js";
@@ -155,10 +155,11 @@ export const InMemoryLtrDataset = defineConfig(
 );
 
 /** The learning-to-rank datasets. */
-const ltrDataset = () => configOf(SyntheticLtrDataset, LetorDataset, InMemoryLtrDataset);
+const ltrDataset = () => configUnion("LtrDataset", SyntheticLtrDataset, LetorDataset, InMemoryLtrDataset);
 
 /** The datasets whose queries are ranked as a whole: the feature ones and a text run to re-rank. */
-const rankedDataset = () => configOf(SyntheticLtrDataset, LetorDataset, InMemoryLtrDataset, TextRerankingDataset);
+const rankedDataset = () =>
+  configUnion("RankedDataset", SyntheticLtrDataset, LetorDataset, InMemoryLtrDataset, TextRerankingDataset);
 
 /** Preference pairs (a more and a less relevant document of one query) from a dataset. */
 export const PairwiseSampler = defineConfig(

@@ -43,6 +43,16 @@ export const Learner = defineConfig(
   },
   {
     kind: "task",
+    // Set by the bridge (ts/bridge.ts), left out when there is none.
+    wireSchema: {
+      properties: {
+        __init_tasks__: {
+          type: "array",
+          items: { $ref: "#/$defs/xpm_torch.module.SimpleModuleLoader" },
+          description: "Loaders applied to the fresh model before training, in order (experimaestro's init tasks)",
+        },
+      },
+    },
     validate(v, issue) {
       if (v.optimizers.length === 0) issue("optimizers", "at least one optimizer is needed");
       const seen = new Map<string, number>();

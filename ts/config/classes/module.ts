@@ -1,4 +1,4 @@
-import { configOf, defineConfig } from "../class.js";
+import { configOf, configUnion, defineConfig } from "../class.js";
 import { param } from "../declare.js";
 import { dict, literal, path, str } from "../types.js";
 import { Module } from "./base.js";
@@ -14,7 +14,7 @@ import { ValidationSettings } from "./validation.js";
 export const ModuleLoader = defineConfig("xpm_torch.module.SimpleModuleLoader", {
   value: param(configOf(Module)).help("The model"),
   path: param(path()).help("Its weights (safetensors)"),
-  settings: param(configOf(CheckpointSettings, ValidationSettings)).optional(),
+  settings: param(configUnion("LoaderSettings", CheckpointSettings, ValidationSettings)).optional(),
 });
 
 /**

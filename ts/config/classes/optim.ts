@@ -17,25 +17,15 @@ export const SGD = defineConfig("xpm_torch.optim.SGD", { lr: lr(1e-5), weight_de
 /** `xpm_torch.optim.Adam`: coupled L2 weight decay, as `torch.optim.Adam`. */
 export const Adam = defineConfig(
   "xpm_torch.optim.Adam",
-  { lr: lr(1e-3), weight_decay: decay(0), eps: eps(), betas: param(list(beta())).default([0.9, 0.999], { ignoreDefault: true }) },
-  {
-    extends: Optimizer,
-    validate(v, issue) {
-      if (v.betas.length !== 2) issue("betas", "needs exactly two values");
-    },
-  },
+  { lr: lr(1e-3), weight_decay: decay(0), eps: eps(), betas: param(list(beta(), { length: 2 })).default([0.9, 0.999], { ignoreDefault: true }) },
+  { extends: Optimizer },
 );
 
 /** `xpm_torch.optim.AdamW`: decoupled weight decay. */
 export const AdamW = defineConfig(
   "xpm_torch.optim.AdamW",
-  { lr: lr(1e-3), weight_decay: decay(1e-2), eps: eps(), betas: param(list(beta())).default([0.9, 0.999], { ignoreDefault: true }) },
-  {
-    extends: Optimizer,
-    validate(v, issue) {
-      if (v.betas.length !== 2) issue("betas", "needs exactly two values");
-    },
-  },
+  { lr: lr(1e-3), weight_decay: decay(1e-2), eps: eps(), betas: param(list(beta(), { length: 2 })).default([0.9, 0.999], { ignoreDefault: true }) },
+  { extends: Optimizer },
 );
 
 /**
@@ -52,7 +42,7 @@ export const Adafactor = defineConfig(
     lr: param(float((s) => s.gt(0))).optional().help("A fixed learning rate (needs relative_step: false)"),
     weight_decay: decay(0),
     relative_step: param(bool()).default(true, { ignoreDefault: true }).help("Step sizes from the step count instead of lr"),
-    eps: param(list(float((s) => s.min(0)))).default([1e-30, 1e-3], { ignoreDefault: true }).help("Added to squared gradients; floor of a parameter's scale"),
+    eps: param(list(float((s) => s.min(0)), { length: 2 })).default([1e-30, 1e-3], { ignoreDefault: true }).help("Added to squared gradients; floor of a parameter's scale"),
     clip_threshold: param(float((s) => s.gt(0))).default(1, { ignoreDefault: true }).help("Largest root mean square of an update"),
     decay_rate: param(float((s) => s.max(0))).default(-0.8, { ignoreDefault: true }).help("Second moments keep 1 − t^decay_rate of the past"),
     beta1: param(beta()).optional().help("Running average of the updates (none by default)"),
@@ -65,7 +55,6 @@ export const Adafactor = defineConfig(
       if (v.lr !== undefined && v.relative_step) issue("lr", "cannot be combined with relative_step: true; set relative_step: false to use a fixed lr");
       if (v.lr === undefined && !v.relative_step) issue("lr", "is needed when relative_step is false");
       if (v.warmup_init && !v.relative_step) issue("warmup_init", "needs relative_step: true");
-      if (v.eps.length !== 2) issue("eps", "needs exactly two values");
     },
   },
 );

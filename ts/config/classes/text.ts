@@ -48,6 +48,13 @@ export const BiEncoder = defineConfig(
   { extends: Module },
 );
 
+/** The parameters of a text file of records (triplets or scored pairs): the same for both. */
+const textFile = () => ({
+  id: param(str((s) => s.min(1))).help("What the data is: paths never enter identifiers"),
+  path: meta(path()).help("The file"),
+  format: param(str((s) => s.regex(/^(tsv|jsonl)$/))).optional().help("tsv or jsonl (default: the file's extension)"),
+});
+
 /**
  * A file of text triplets: TSV (`query<TAB>positive<TAB>negative`, no quoting) or JSONL
  * (`{"query": "...", "positive": "...", "negative": "..."}`). Empty texts are refused with
@@ -55,11 +62,7 @@ export const BiEncoder = defineConfig(
  */
 export const TextTripletFile = defineConfig(
   "xpm_torch.data.TextTripletFile",
-  {
-    id: param(str((s) => s.min(1))).help("What the data is: paths never enter identifiers"),
-    path: meta(path()).help("The file"),
-    format: param(str((s) => s.regex(/^(tsv|jsonl)$/))).optional().help("tsv or jsonl (default: the file's extension)"),
-  },
+  textFile(),
   { extends: SampleIterator },
 );
 
@@ -82,11 +85,7 @@ export const TextTripletSampler = defineConfig(
  */
 export const TextPairFile = defineConfig(
   "xpm_torch.data.TextPairFile",
-  {
-    id: param(str((s) => s.min(1))).help("What the data is: paths never enter identifiers"),
-    path: meta(path()).help("The file"),
-    format: param(str((s) => s.regex(/^(tsv|jsonl)$/))).optional().help("tsv or jsonl (default: the file's extension)"),
-  },
+  textFile(),
   { extends: SampleIterator },
 );
 

@@ -10,7 +10,7 @@ use super::cost::{CostModel, Dims};
 use super::dims::{BatchDims, DimsProvider};
 use super::formula::Formula;
 use super::packers::{MicroBatchable, Packer, PackingLimits};
-use crate::config::{BatcherConfig, PredictiveBatcherConfig};
+use crate::config::{AnyBatcher, PredictiveBatcherConfig};
 use crate::error::TorchMessage;
 use crate::runtime::memory::{is_out_of_memory, MemoryProbe};
 use crate::{Error, Result};
@@ -154,17 +154,17 @@ impl Batcher {
     /// no probe point, probe points not over the formula's variables, or a memory fraction
     /// outside (0, 1].
     pub fn new(
-        config: &BatcherConfig,
+        config: &AnyBatcher,
         batch_size: usize,
         memory: Box<dyn MemoryProbe>,
         path: &str,
     ) -> Result<Self> {
         let strategy = match config {
-            BatcherConfig::Plain(_) => Strategy::Plain,
-            BatcherConfig::PowerAdaptative(_) => {
+            AnyBatcher::Batcher(_) => Strategy::Plain,
+            AnyBatcher::PowerAdaptativeBatcher(_) => {
                 Strategy::PowerAdaptative(Shrinker::new(batch_size))
             }
-            BatcherConfig::Predictive(p) => {
+            AnyBatcher::PredictiveBatcher(p) => {
                 Strategy::Predictive(Box::new(Predictive::from_config(p, path)?))
             }
         };

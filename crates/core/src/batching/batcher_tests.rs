@@ -1,3 +1,6 @@
+//! Tests of the batchers on a [`SimulatedDevice`]: power-adaptative shrinking and replay after
+//! out of memory, predictive probing, fitting and packing, and configuration checks.
+
 use std::collections::BTreeMap;
 
 use super::super::formula::tests::{names, square_formula, square_terms};
@@ -5,8 +8,8 @@ use super::super::packers::tests::{length_dims, Lengths};
 use super::super::SimulatedDevice;
 use super::*;
 use crate::config::{
-    AdaptivePackerConfig, BatchDimsProviderConfig, DimsProviderConfig, NoParams, PackerConfig,
-    ProbePointConfig, Typed,
+    AdaptivePackerConfig, AnyBatchDimsProvider, AnyMicroBatchPacker, BatchDimsProviderConfig,
+    BatcherConfig, PowerAdaptativeBatcherConfig, ProbePointConfig, Typed, UniformPackerConfig,
 };
 
 fn dims(bs: u64, l: u64) -> Dims {
@@ -20,7 +23,10 @@ fn truth(a: f64, b: f64, c: f64) -> CostModel {
     m
 }
 
-fn predictive_config(probes: &[(u64, u64)], packer: PackerConfig) -> PredictiveBatcherConfig {
+fn predictive_config(
+    probes: &[(u64, u64)],
+    packer: AnyMicroBatchPacker,
+) -> PredictiveBatcherConfig {
     PredictiveBatcherConfig {
         formula: "a*bs*l**2 + b*bs*l + c".into(),
         formula_terms: square_terms(),
@@ -30,7 +36,7 @@ fn predictive_config(probes: &[(u64, u64)], packer: PackerConfig) -> PredictiveB
         memory_fraction: 0.75,
         extra_overhead_bytes: 0,
         min_batch_size: 1,
-        dims_provider: DimsProviderConfig::Builtin(BatchDimsProviderConfig {
+        dims_provider: AnyBatchDimsProvider::BatchDimsProvider(BatchDimsProviderConfig {
             probe_dims: probes
                 .iter()
                 .map(|(bs, l)| {
@@ -46,8 +52,8 @@ fn predictive_config(probes: &[(u64, u64)], packer: PackerConfig) -> PredictiveB
 
 const REFERENCE_PROBES: [(u64, u64); 4] = [(1, 64), (1, 128), (2, 128), (4, 64)];
 
-fn uniform() -> PackerConfig {
-    PackerConfig::Uniform(NoParams {})
+fn uniform() -> AnyMicroBatchPacker {
+    AnyMicroBatchPacker::UniformPacker(UniformPackerConfig {})
 }
 
 fn device(capacity: u64, truth: CostModel) -> SimulatedDevice {
@@ -100,7 +106,7 @@ fn power_adaptative_shrinks_like_the_reference() {
 #[test]
 fn plain_hands_over_the_whole_batch() {
     let mut b = Batcher::new(
-        &BatcherConfig::Plain(NoParams {}),
+        &AnyBatcher::Batcher(BatcherConfig {}),
         4,
         Box::new(device(1 << 40, truth(1.0, 0.0, 0.0))),
         "batcher",
@@ -119,7 +125,7 @@ fn power_adaptative_replays_the_batch_smaller_after_out_of_memory() {
     // 16 records of length 10 cost 100 each; 5 fit in 500 bytes, 8 do not.
     let sim = device(500, truth(1.0, 0.0, 0.0));
     let mut b = Batcher::new(
-        &BatcherConfig::PowerAdaptative(NoParams {}),
+        &AnyBatcher::PowerAdaptativeBatcher(PowerAdaptativeBatcherConfig {}),
         16,
         Box::new(sim.clone()),
         "batcher",
@@ -149,7 +155,7 @@ fn power_adaptative_replays_the_batch_smaller_after_out_of_memory() {
 #[test]
 fn power_adaptative_gives_up_below_one_record() {
     let mut b = Batcher::new(
-        &BatcherConfig::PowerAdaptative(NoParams {}),
+        &AnyBatcher::PowerAdaptativeBatcher(PowerAdaptativeBatcherConfig {}),
         4,
         Box::new(device(50, truth(1.0, 0.0, 0.0))),
         "batcher",
@@ -168,7 +174,7 @@ fn power_adaptative_gives_up_below_one_record() {
 #[test]
 fn power_adaptative_lets_other_errors_through() {
     let mut b = Batcher::new(
-        &BatcherConfig::PowerAdaptative(NoParams {}),
+        &AnyBatcher::PowerAdaptativeBatcher(PowerAdaptativeBatcherConfig {}),
         4,
         Box::new(device(1 << 40, truth(1.0, 0.0, 0.0))),
         "batcher",
@@ -191,7 +197,7 @@ fn power_adaptative_lets_other_errors_through() {
 fn an_unfitted_predictive_batcher_refuses_to_process() {
     // Reference scenario 20.
     let mut b = Batcher::new(
-        &BatcherConfig::Predictive(Box::new(predictive_config(&REFERENCE_PROBES, uniform()))),
+        &AnyBatcher::PredictiveBatcher(predictive_config(&REFERENCE_PROBES, uniform())),
         16,
         Box::new(device(1 << 40, truth(1.0, 0.0, 0.0))),
         "trainer.batcher",
@@ -212,7 +218,7 @@ fn probing_fits_the_device_and_skips_probes_that_do_not_fit() {
     probes.push((64, 4096)); // ~2 GiB: out of memory
     probes.push((2, 256));
     let mut b = Batcher::new(
-        &BatcherConfig::Predictive(Box::new(predictive_config(&probes, uniform()))),
+        &AnyBatcher::PredictiveBatcher(predictive_config(&probes, uniform())),
         16,
         Box::new(sim.clone()),
         "batcher",
@@ -248,7 +254,7 @@ fn probing_fits_the_device_and_skips_probes_that_do_not_fit() {
 #[test]
 fn a_probe_error_other_than_out_of_memory_stops_probing() {
     let mut b = Batcher::new(
-        &BatcherConfig::Predictive(Box::new(predictive_config(&REFERENCE_PROBES, uniform()))),
+        &AnyBatcher::PredictiveBatcher(predictive_config(&REFERENCE_PROBES, uniform())),
         16,
         Box::new(device(1 << 40, truth(1.0, 0.0, 0.0))),
         "batcher",
@@ -273,7 +279,7 @@ fn the_budget_is_reread_for_every_outer_batch() {
     config.memory_fraction = 0.5;
     let sim = device(capacity, truth(1.0, 0.0, 0.0));
     let mut b = Batcher::new(
-        &BatcherConfig::Predictive(Box::new(config)),
+        &AnyBatcher::PredictiveBatcher(config),
         16,
         Box::new(sim.clone()),
         "batcher",
@@ -297,7 +303,7 @@ fn the_overhead_comes_off_the_budget() {
     config.memory_fraction = 0.5;
     config.extra_overhead_bytes = 100;
     let mut b = Batcher::new(
-        &BatcherConfig::Predictive(Box::new(config)),
+        &AnyBatcher::PredictiveBatcher(config),
         16,
         Box::new(SimulatedDevice::new(
             1_000,
@@ -311,7 +317,7 @@ fn the_overhead_comes_off_the_budget() {
     .unwrap();
     assert_eq!(b.budget().unwrap(), 300.0);
     let mut b = Batcher::new(
-        &BatcherConfig::Predictive(Box::new(predictive_config(&REFERENCE_PROBES, uniform()))),
+        &AnyBatcher::PredictiveBatcher(predictive_config(&REFERENCE_PROBES, uniform())),
         16,
         Box::new(SimulatedDevice::new(
             1_000,
@@ -328,14 +334,14 @@ fn the_overhead_comes_off_the_budget() {
 
 #[test]
 fn predictive_runs_the_packers_groups() {
-    let adaptive = PackerConfig::Adaptive(AdaptivePackerConfig {
+    let adaptive = AnyMicroBatchPacker::AdaptivePacker(AdaptivePackerConfig {
         sort_by: Some("l".into()),
     });
     let mut config = predictive_config(&REFERENCE_PROBES, adaptive);
     config.memory_fraction = 0.5;
     let sim = device(2 * 4 * 128 * 128, truth(1.0, 0.0, 0.0));
     let mut b = Batcher::new(
-        &BatcherConfig::Predictive(Box::new(config)),
+        &AnyBatcher::PredictiveBatcher(config),
         64,
         Box::new(sim.clone()),
         "batcher",
@@ -353,7 +359,7 @@ fn predictive_runs_the_packers_groups() {
 fn configurations_are_checked_with_their_paths() {
     let build = |config: PredictiveBatcherConfig| {
         Batcher::new(
-            &BatcherConfig::Predictive(Box::new(config)),
+            &AnyBatcher::PredictiveBatcher(config),
             8,
             Box::new(device(1, truth(1.0, 0.0, 0.0))),
             "b",
@@ -368,7 +374,7 @@ fn configurations_are_checked_with_their_paths() {
         "{empty}"
     );
     let mut partial = predictive_config(&REFERENCE_PROBES, uniform());
-    if let DimsProviderConfig::Builtin(provider) = &mut partial.dims_provider {
+    if let AnyBatchDimsProvider::BatchDimsProvider(provider) = &mut partial.dims_provider {
         provider.probe_dims[1] = Typed(ProbePointConfig {
             values: BTreeMap::from([("l".into(), 64)]),
         });
@@ -390,7 +396,7 @@ fn configurations_are_checked_with_their_paths() {
     assert!(build(variable).starts_with("b.batch_size_variable"));
     // Reference scenario 14: a valid configuration passes.
     let valid = Batcher::new(
-        &BatcherConfig::Predictive(Box::new(predictive_config(&REFERENCE_PROBES, uniform()))),
+        &AnyBatcher::PredictiveBatcher(predictive_config(&REFERENCE_PROBES, uniform())),
         8,
         Box::new(device(1, truth(1.0, 0.0, 0.0))),
         "b",
@@ -402,7 +408,7 @@ fn configurations_are_checked_with_their_paths() {
 #[test]
 fn only_the_predictive_batcher_takes_coefficients() {
     let mut b = Batcher::new(
-        &BatcherConfig::Plain(NoParams {}),
+        &AnyBatcher::Batcher(BatcherConfig {}),
         4,
         Box::new(device(1, truth(1.0, 0.0, 0.0))),
         "batcher",

@@ -1,13 +1,16 @@
+//! Tests of the cost model: the fit recovers known coefficients, predictions and the largest
+//! batch size that fits, copied coefficients, and the errors of unfitted or ill-formed models.
+
 use super::super::formula::tests::{names, square_formula};
 use super::*;
-use crate::config::FormulaTermConfig;
+use crate::config::FormulaTerm;
 
 pub(crate) fn dims(bs: u64, l: u64) -> Dims {
     Dims::from([("bs".to_string(), bs), ("l".to_string(), l)])
 }
 
 /// A model of `terms` over the variables `bs` and `l`.
-fn model(terms: &[FormulaTermConfig], coefficients: &[&str]) -> CostModel {
+fn model(terms: &[FormulaTerm], coefficients: &[&str]) -> CostModel {
     let f = Formula::new(terms, &names(coefficients), &names(&["bs", "l"]), "batcher").unwrap();
     CostModel::new(f, "bs", "batcher").unwrap()
 }
@@ -18,7 +21,7 @@ fn square() -> CostModel {
 
 /// `a*bs`.
 fn linear() -> CostModel {
-    model(&[FormulaTermConfig::of("a", &[("bs", 1)])], &["a"])
+    model(&[FormulaTerm::of("a", &[("bs", 1)])], &["a"])
 }
 
 /// The reference fixture: `a*bs*l**2 + b*bs*l + c` with truth (2, 3, 100) observed on the four
@@ -132,8 +135,8 @@ fn the_coefficient_free_part_is_known_not_fitted() {
     // underdetermined system whose minimum-norm answer is wrong; knowing it, one probe is exact.
     let mut m = model(
         &[
-            FormulaTermConfig::of("a", &[("bs", 1), ("l", 1)]),
-            FormulaTermConfig::known(1.0, &[("bs", 1), ("l", 2)]),
+            FormulaTerm::of("a", &[("bs", 1), ("l", 1)]),
+            FormulaTerm::known(1.0, &[("bs", 1), ("l", 2)]),
         ],
         &["a"],
     );
@@ -160,7 +163,7 @@ fn a_missing_variable_is_named() {
 
 #[test]
 fn the_batch_size_variable_must_be_a_variable() {
-    let terms = [FormulaTermConfig::of("a", &[("bs", 1)])];
+    let terms = [FormulaTerm::of("a", &[("bs", 1)])];
     let f = Formula::new(&terms, &names(&["a"]), &names(&["bs"]), "batcher").unwrap();
     let err = CostModel::new(f, "n", "batcher").unwrap_err().to_string();
     assert!(err.starts_with("batcher.batch_size_variable"), "{err}");

@@ -3,7 +3,7 @@
 //! checked and canonicalised once, by TypeScript (`ts/config/formula.ts`, which needs the
 //! canonical text for identifiers); the core receives the expanded terms (`formula_terms`).
 
-use crate::config::FormulaTermConfig;
+use crate::config::FormulaTerm;
 use crate::{Error, Result};
 
 /// One term of a coefficient's group: a numeric factor times powers of the variables.
@@ -43,7 +43,7 @@ impl Formula {
     /// A name declared both as a coefficient and as a variable, or a term with an undeclared
     /// coefficient or variable, or a factor that is not finite.
     pub fn new(
-        terms: &[FormulaTermConfig],
+        terms: &[FormulaTerm],
         coefficient_names: &[String],
         variable_names: &[String],
         path: &str,
@@ -74,7 +74,8 @@ impl Formula {
                         "\"{name}\" is not one of the variables {variables:?}"
                     )));
                 };
-                exponents[k] = *power;
+                exponents[k] = u32::try_from(*power)
+                    .map_err(|_| at(format!("the power of \"{name}\" is too large: {power}")))?;
             }
             let monomial = Monomial {
                 factor: term.factor,

@@ -1,3 +1,6 @@
+//! Tests of cost formulas, and the reference formula `a*bs*l**2 + b*bs*l + c` that the other
+//! batching tests share.
+
 use super::*;
 
 pub(crate) fn names(list: &[&str]) -> Vec<String> {
@@ -5,11 +8,11 @@ pub(crate) fn names(list: &[&str]) -> Vec<String> {
 }
 
 /// The terms of `a*bs*l**2 + b*bs*l + c`, as TypeScript expands it.
-pub(crate) fn square_terms() -> Vec<FormulaTermConfig> {
+pub(crate) fn square_terms() -> Vec<FormulaTerm> {
     vec![
-        FormulaTermConfig::of("a", &[("bs", 1), ("l", 2)]),
-        FormulaTermConfig::of("b", &[("bs", 1), ("l", 1)]),
-        FormulaTermConfig::of("c", &[]),
+        FormulaTerm::of("a", &[("bs", 1), ("l", 2)]),
+        FormulaTerm::of("b", &[("bs", 1), ("l", 1)]),
+        FormulaTerm::of("c", &[]),
     ]
 }
 
@@ -28,10 +31,10 @@ pub(crate) fn square_formula() -> Formula {
 fn groups_hold_each_coefficients_terms_in_order() {
     // `a*bs + a*bs*l + 3 + bs` as TypeScript expands it, variables declared out of order.
     let terms = [
-        FormulaTermConfig::of("a", &[("bs", 1), ("l", 1)]),
-        FormulaTermConfig::of("a", &[("bs", 1)]),
-        FormulaTermConfig::known(1.0, &[("bs", 1)]),
-        FormulaTermConfig::known(3.0, &[]),
+        FormulaTerm::of("a", &[("bs", 1), ("l", 1)]),
+        FormulaTerm::of("a", &[("bs", 1)]),
+        FormulaTerm::known(1.0, &[("bs", 1)]),
+        FormulaTerm::known(3.0, &[]),
     ];
     let f = Formula::new(&terms, &names(&["a"]), &names(&["l", "bs"]), "b").unwrap();
     assert_eq!(f.variable_names(), ["bs", "l"]);
@@ -56,7 +59,7 @@ fn groups_hold_each_coefficients_terms_in_order() {
 
 #[test]
 fn a_coefficient_never_used_has_an_empty_group() {
-    let terms = [FormulaTermConfig::of("b", &[("bs", 1)])];
+    let terms = [FormulaTerm::of("b", &[("bs", 1)])];
     let f = Formula::new(&terms, &names(&["b", "a"]), &names(&["bs"]), "b").unwrap();
     assert_eq!(f.coefficient_names(), ["a", "b"]);
     assert!(f.groups()[0].is_empty());
@@ -65,21 +68,21 @@ fn a_coefficient_never_used_has_an_empty_group() {
 
 #[test]
 fn terms_must_use_declared_names_and_finite_factors() {
-    let error = |term: FormulaTermConfig| {
+    let error = |term: FormulaTerm| {
         Formula::new(&[term], &names(&["a"]), &names(&["bs"]), "t.batcher")
             .unwrap_err()
             .to_string()
     };
     assert_eq!(
-        error(FormulaTermConfig::of("d", &[("bs", 1)])),
+        error(FormulaTerm::of("d", &[("bs", 1)])),
         "t.batcher.formula_terms[0]: \"d\" is not one of the coefficients [\"a\"]"
     );
     assert_eq!(
-        error(FormulaTermConfig::of("a", &[("l", 1)])),
+        error(FormulaTerm::of("a", &[("l", 1)])),
         "t.batcher.formula_terms[0]: \"l\" is not one of the variables [\"bs\"]"
     );
     assert_eq!(
-        error(FormulaTermConfig::known(f64::NAN, &[])),
+        error(FormulaTerm::known(f64::NAN, &[])),
         "t.batcher.formula_terms[0]: the factor NaN is not finite"
     );
     let both = Formula::new(&[], &names(&["a", "bs"]), &names(&["bs"]), "t.batcher")

@@ -4,7 +4,7 @@
 
 use super::cost::CostModel;
 use super::dims::BatchDims;
-use crate::config::PackerConfig;
+use crate::config::AnyMicroBatchPacker;
 use crate::{Error, Result};
 
 /// A batch of records that can be split into sub-batches.
@@ -54,10 +54,10 @@ pub enum Packer {
 
 impl Packer {
     /// The packer a configuration names.
-    pub fn from_config(config: &PackerConfig) -> Self {
+    pub fn from_config(config: &AnyMicroBatchPacker) -> Self {
         match config {
-            PackerConfig::Uniform(_) => Packer::Uniform,
-            PackerConfig::Adaptive(a) => Packer::Adaptive {
+            AnyMicroBatchPacker::UniformPacker(_) => Packer::Uniform,
+            AnyMicroBatchPacker::AdaptivePacker(a) => Packer::Adaptive {
                 sort_by: a.sort_by.clone(),
             },
         }

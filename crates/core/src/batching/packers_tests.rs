@@ -1,3 +1,6 @@
+//! Tests of the packers on records that are only lengths: uniform and adaptive splitting,
+//! sorting, batch-size bounds, and records over budget.
+
 use super::super::cost::Dims;
 use super::super::dims::{BatchDims, Combine};
 use super::super::formula::tests::square_formula;
@@ -200,12 +203,12 @@ fn the_default_packer_is_uniform() {
     // Reference scenario 25.
     assert_eq!(Packer::default(), Packer::Uniform);
     use crate::config::AdaptivePackerConfig;
-    use crate::config::NoParams;
+    use crate::config::UniformPackerConfig;
     assert_eq!(
-        Packer::from_config(&PackerConfig::Uniform(NoParams {})),
+        Packer::from_config(&AnyMicroBatchPacker::UniformPacker(UniformPackerConfig {})),
         Packer::Uniform
     );
-    let sorted = PackerConfig::Adaptive(AdaptivePackerConfig {
+    let sorted = AnyMicroBatchPacker::AdaptivePacker(AdaptivePackerConfig {
         sort_by: Some("l".into()),
     });
     assert_eq!(

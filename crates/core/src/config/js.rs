@@ -1,31 +1,25 @@
+//! Objects written in TypeScript, as the core sees them: stand-ins (`JsObjectConfig`) whose
+//! parameters it reads by name, and when a TypeScript hook runs.
+
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
+use super::{ConfigType, JsObjectConfig};
 use crate::{Error, Result};
 
 /// The type id of every stand-in for an object written in TypeScript, in every position that
 /// accepts one (samplers, datasets, listeners, hooks, dims providers).
-pub const JS_OBJECT: &str = "xpm_torch.js.JsObject";
+pub const JS_OBJECT: &str = <JsObjectConfig as ConfigType>::TYPE_ID;
 
-/// An object written in TypeScript (a sampler, listener, hook, dims provider, in-memory
-/// dataset...), as the core receives it: one shape for every kind, so a new kind needs no new
-/// mirror. The core asks the JavaScript side about it by `key`; what it asks depends on the
-/// position the object sits in.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct JsObjectConfig {
-    /// The key the JavaScript side knows it by.
-    pub key: String,
-    /// Its own type id (for messages).
-    pub class: String,
-    /// What the core must know of its behaviour to build it (a sampler's record kind, a
-    /// hook's `step` or `initialization`, ...).
-    pub kind: String,
-    /// Its parameters, as any configuration's (for those the core reads itself, such as a
-    /// listener's `id` or a dims provider's `probe_dims`).
-    #[serde(default)]
-    pub params: Map<String, Value>,
+/// When a hook written in TypeScript runs (the `kind` of its stand-in).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JsHookKind {
+    /// Before and after each optimizer step.
+    Step,
+    /// Before and after the run is built (and restored).
+    Initialization,
 }
 
 impl JsObjectConfig {
@@ -49,7 +43,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::config::DimsProviderConfig;
+    use crate::config::AnyBatchDimsProvider;
 
     fn object() -> JsObjectConfig {
         serde_json::from_value(json!({
@@ -83,7 +77,7 @@ mod tests {
 
     #[test]
     fn a_dims_provider_written_in_typescript_gives_its_probe_points() {
-        let provider: DimsProviderConfig = serde_json::from_value(json!({
+        let provider: AnyBatchDimsProvider = serde_json::from_value(json!({
             "__xpmtype__": JS_OBJECT, "key": "2:t.Dims", "class": "t.Dims", "kind": "pairwise",
             "params": { "probe_dims": [
                 { "__xpmtype__": "xpm_torch.batchers.ProbePoint", "values": { "bs": 4 } }
@@ -93,12 +87,12 @@ mod tests {
         let probes = provider.probe_dims("b.dims_provider").unwrap();
         assert_eq!(probes.len(), 1);
         assert_eq!(probes[0].values["bs"], 4);
-        let DimsProviderConfig::Js(mut js) = provider else {
+        let AnyBatchDimsProvider::JsObject(mut js) = provider else {
             panic!("not read as a TypeScript object");
         };
         js.params
             .insert("probe_dims".into(), json!([{ "values": { "bs": 4 } }]));
-        let err = DimsProviderConfig::Js(js)
+        let err = AnyBatchDimsProvider::JsObject(js)
             .probe_dims("b.dims_provider")
             .unwrap_err()
             .to_string();

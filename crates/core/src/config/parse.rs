@@ -1,7 +1,7 @@
 use serde::de::DeserializeOwned;
 
 use super::rules::check_value_rules;
-use super::{AnyConfig, LearnerConfig, ModelConfig, Typed};
+use super::{AnyConfig, AnyModule, LearnerConfig, Typed};
 use crate::{Error, Result};
 
 fn parse<T: DeserializeOwned>(json: &str, root: &str) -> Result<T> {
@@ -38,8 +38,8 @@ pub fn parse_learner(json: &str) -> Result<LearnerConfig> {
 ///
 /// # Errors
 /// As [`parse_learner`].
-pub fn parse_model(json: &str) -> Result<ModelConfig> {
-    let config: ModelConfig = parse(json, "model")?;
+pub fn parse_model(json: &str) -> Result<AnyModule> {
+    let config: AnyModule = parse(json, "model")?;
     config.validate("model")?;
     Ok(config)
 }

@@ -30,7 +30,7 @@ fn definitions() -> &'static Map<String, Value> {
 }
 
 /// Checks every configuration object in `document` against the value rules of its class.
-/// Values of the wrong type are left to the serde mirrors, which name the expected type.
+/// Values of the wrong type are left to the generated types, which name the expected type.
 ///
 /// # Errors
 /// [`Error::Config`] at the path (from `root`) of the first value that breaks a rule.
@@ -138,6 +138,13 @@ fn broken_rule(value: &Value, schema: &Value) -> Option<String> {
                 }
             }
             outside_enum(value, schema)
+        }
+        Value::Array(items) => {
+            let count = limit("minItems").and_then(Value::as_u64);
+            let fixed = count.filter(|&n| limit("maxItems").and_then(Value::as_u64) == Some(n));
+            fixed
+                .filter(|&n| items.len() as u64 != n)
+                .map(|n| format!("must hold exactly {n} values, got {value}"))
         }
         _ => outside_enum(value, schema),
     }

@@ -98,15 +98,6 @@ impl<T: ConfigType + Serialize> Serialize for Typed<T> {
     }
 }
 
-/// Declares the type id of configuration structs.
-macro_rules! config_types {
-    ($($ty:ty = $id:literal,)+) => {
-        $(impl $crate::config::tagged::ConfigType for $ty {
-            const TYPE_ID: &'static str = $id;
-        })+
-    };
-}
-
 /// Declares a configuration enum whose variants are chosen by the type key.
 macro_rules! config_enum {
     (
@@ -166,4 +157,4 @@ macro_rules! config_enum {
     };
 }
 
-pub(crate) use {config_enum, config_types};
+pub(crate) use config_enum;

@@ -44,14 +44,14 @@ pub(crate) fn scratch_dir() -> std::path::PathBuf {
 }
 
 /// A CPU run's fabric configuration in `precision`, everything else by default.
-pub(crate) fn cpu_fabric(precision: &str) -> super::FabricConfiguration {
-    super::FabricConfiguration {
-        precision: precision.into(),
+pub(crate) fn cpu_fabric(precision: &str) -> super::FabricConfigurationConfig {
+    super::FabricConfigurationConfig {
+        precision: precision.parse().unwrap(),
         torch_fp32_precision: None,
         num_nodes: 1,
         devices: "auto".into(),
-        strategy: "auto".into(),
-        accelerator: "cpu".into(),
+        strategy: super::Strategy::Auto,
+        accelerator: super::Accelerator::Cpu,
         num_threads: None,
         deterministic: None,
     }

@@ -1,3 +1,6 @@
+//! [`DistEnv`]: this process's place in a data-parallel run, read from the variables that
+//! torchrun, our launcher or SLURM set (`RANK`/`WORLD_SIZE` first, then SLURM's).
+
 use super::hostlist::first_host;
 use super::DistributedError;
 use crate::Result;

@@ -1,3 +1,6 @@
+//! [`ProcessGroup`]: membership of a c10d process group (Gloo or NCCL), its collectives, and
+//! DDP-style gradient all-reduce in buckets; a failed collective breaks the group for good.
+
 use std::cell::{Cell, RefCell};
 use std::ffi::{c_char, c_int, CString};
 use std::ptr::NonNull;

@@ -1,3 +1,6 @@
+//! [`DistributedError`]: the failures of a distributed run (launch environment, rendezvous,
+//! collectives), with the ranks and peers involved.
+
 /// What went wrong in a distributed run; part of [`crate::Error::Distributed`].
 #[derive(Debug, thiserror::Error)]
 pub enum DistributedError {

@@ -1,3 +1,6 @@
+//! The core's [`Error`] and [`Result`]: every failure of a run, with the stable code and payload
+//! the binding hands to JavaScript, and the recognition of libtorch's out-of-memory errors.
+
 use std::fmt;
 
 mod distributed;
@@ -211,7 +214,7 @@ impl From<tch::TchError> for Error {
 
 /// Whether `err` is libtorch running out of memory: CUDA's allocator, cuBLAS's allocation
 /// failure, cuDNN's not-supported status (how cuDNN reports oversized workspaces), or the CPU
-/// allocator.
+/// allocator (libtorch's; the core's CPU tensor cache fails as C++ does, with `std::bad_alloc`).
 pub fn is_out_of_memory(err: &Error) -> bool {
     let Error::Torch(message) = err else {
         return false;
@@ -221,6 +224,7 @@ pub fn is_out_of_memory(err: &Error) -> bool {
         || text.contains("cuDNN error: CUDNN_STATUS_NOT_SUPPORTED.")
         || text.contains("DefaultCPUAllocator: can't allocate memory")
         || text.contains("CUBLAS_STATUS_ALLOC_FAILED")
+        || text.contains("std::bad_alloc")
 }
 
 #[cfg(test)]
@@ -289,7 +293,7 @@ mod out_of_memory_tests {
     }
 
     #[test]
-    fn the_four_libtorch_messages_are_out_of_memory() {
+    fn the_libtorch_messages_of_an_allocation_failure_are_out_of_memory() {
         for message in [
             "CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 15.78 GiB total capacity)",
             "cuDNN error: CUDNN_STATUS_NOT_SUPPORTED. This error may appear if you passed in a \
@@ -297,6 +301,7 @@ mod out_of_memory_tests {
             "[enforce fail at alloc_cpu.cpp:117] data. DefaultCPUAllocator: can't allocate memory: \
              you tried to allocate 858993459200 bytes.",
             "CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`",
+            "std::bad_alloc",
         ] {
             assert!(is_out_of_memory(&torch(message)), "{message}");
         }
@@ -314,7 +319,8 @@ mod out_of_memory_tests {
 
     #[test]
     fn a_real_cpu_allocation_failure_is_recognised() {
-        // An allocation no machine can satisfy: libtorch's CPU allocator refuses it.
+        // An allocation no machine can satisfy: libtorch's CPU allocator refuses it (or the CPU
+        // tensor cache, when another test of this process installed it).
         let err: Error = tch::Tensor::f_empty([1i64 << 40], (tch::Kind::Float, tch::Device::Cpu))
             .map(|_| ())
             .map_err(Error::from)

@@ -17,9 +17,10 @@ use super::trainers::{
 };
 use crate::batching::Batcher;
 use crate::config::{
-    DatasetConfig, JsHookKind, LearnerConfig, ListenerConfig, LossTrainerConfig, OptimizerConfig,
-    RankingValidationConfig, SamplerConfig, TrainerConfig, TrainerValidationLossConfig,
-    TrainingHookConfig, TripletsConfig, ValidationDataConfig,
+    AnyLearnerListener, AnyLtrDataset, AnyOptimizer, AnyRankedDataset, AnySampleIterator,
+    AnySampler, AnyTokenTriplets, AnyTrainer, AnyTrainingHook, JsHookKind, LearnerConfig,
+    LossTrainerConfig, RankingValidationListenerConfig, SlateSamplerConfig,
+    TrainerValidationLossConfig,
 };
 use crate::data::{
     js_dataset, load_triplets, read_letor, read_text_pairs, read_text_triplets, synthetic_ltr,
@@ -73,24 +74,35 @@ fn no_js(path: &str, what: &str) -> Error {
     )
 }
 
-fn dataset(config: &DatasetConfig, js: &Js, path: &str) -> Result<LtrDataset> {
+fn dataset(config: &AnyLtrDataset, js: &Js, path: &str) -> Result<LtrDataset> {
     match config {
-        DatasetConfig::Js(c) => match js {
+        AnyLtrDataset::JsObject(c) => match js {
             Some(js) => js_dataset(js.as_ref(), &c.key, path),
             None => Err(no_js(path, "this dataset")),
         },
-        DatasetConfig::Synthetic(c) => Ok(synthetic_ltr(c)),
-        DatasetConfig::Letor(c) => Ok(read_letor(
+        AnyLtrDataset::SyntheticLtrDataset(c) => Ok(synthetic_ltr(c)),
+        AnyLtrDataset::LetorDataset(c) => Ok(read_letor(
             std::path::Path::new(&c.path),
             c.num_features.map(|n| n as usize),
         )?
         .dataset),
-        DatasetConfig::TextReranking(_) => Err(Error::config(
+        AnyLtrDataset::InMemoryLtrDataset(_) => Err(Error::config(
             path,
-            "a TextRerankingDataset holds texts, not features: use it in a \
-             RankingValidationListener or a SlateSampler of a text model (CrossEncoder, BiEncoder)",
+            "an InMemoryLtrDataset holds arrays that only TypeScript has: build it with \
+             inMemoryLtrDataset({...}) and train with learn()",
         )),
     }
+}
+
+/// The dataset of features a ranked-dataset position holds, or `None` for a text run.
+fn features_of(config: &AnyRankedDataset) -> Option<AnyLtrDataset> {
+    Some(match config {
+        AnyRankedDataset::SyntheticLtrDataset(c) => AnyLtrDataset::SyntheticLtrDataset(c.clone()),
+        AnyRankedDataset::LetorDataset(c) => AnyLtrDataset::LetorDataset(c.clone()),
+        AnyRankedDataset::InMemoryLtrDataset(c) => AnyLtrDataset::InMemoryLtrDataset(c.clone()),
+        AnyRankedDataset::JsObject(c) => AnyLtrDataset::JsObject(c.clone()),
+        AnyRankedDataset::TextRerankingDataset(_) => return None,
+    })
 }
 
 /// How a text model wants texts encoded, or an error at `path` saying `what` needs one.
@@ -108,7 +120,7 @@ fn text_encoding(text: Option<&TextEncoding>, what: &str, path: &str) -> Result<
 
 /// The losses among `hooks`, for a model whose scores are `output` and records of `records`.
 fn loss_set(
-    hooks: &[TrainingHookConfig],
+    hooks: &[AnyTrainingHook],
     output: OutputType,
     records: RecordKind,
     path: &str,
@@ -116,20 +128,20 @@ fn loss_set(
     let mut losses = Vec::new();
     for (i, hook) in hooks.iter().enumerate() {
         let loss = match hook {
-            TrainingHookConfig::PairwiseHinge(c) => AnyLoss::Pairwise(Box::new(HingeLoss {
+            AnyTrainingHook::HingeLoss(c) => AnyLoss::Pairwise(Box::new(HingeLoss {
                 weight: c.weight,
                 margin: c.margin,
             })),
-            TrainingHookConfig::PairwiseCrossEntropy(c) => {
+            AnyTrainingHook::PairwiseCrossEntropyLoss(c) => {
                 AnyLoss::Pairwise(Box::new(CrossEntropyLoss { weight: c.weight }))
             }
-            TrainingHookConfig::PairwisePointwiseCrossEntropy(c) => {
+            AnyTrainingHook::PointwiseCrossEntropyLoss(c) => {
                 AnyLoss::Pointwise(PointwiseCrossEntropyLoss {
                     weight: c.weight,
                     output,
                 })
             }
-            TrainingHookConfig::BatchwiseCrossEntropy(c) => {
+            AnyTrainingHook::BatchwiseCrossEntropyLoss(c) => {
                 if output != OutputType::Probability {
                     return Err(Error::config(
                         format!("{path}.hooks[{i}]"),
@@ -140,24 +152,24 @@ fn loss_set(
                 }
                 AnyLoss::Batchwise(Box::new(BatchwiseCrossEntropyLoss { weight: c.weight }))
             }
-            TrainingHookConfig::BatchwiseSoftmaxCrossEntropy(c) => {
+            AnyTrainingHook::SoftmaxCrossEntropy(c) => {
                 AnyLoss::Batchwise(Box::new(SoftmaxCrossEntropy {
                     weight: c.weight,
                     output,
                 }))
             }
-            TrainingHookConfig::ListNet(_)
-            | TrainingHookConfig::ListMle(_)
-            | TrainingHookConfig::RankNet(_)
-            | TrainingHookConfig::Lambda(_)
-            | TrainingHookConfig::ApproxNdcg(_)
-            | TrainingHookConfig::NeuralNdcg(_) => match listwise_loss(hook) {
+            AnyTrainingHook::ListNetLoss(_)
+            | AnyTrainingHook::ListMleLoss(_)
+            | AnyTrainingHook::RankNetLoss(_)
+            | AnyTrainingHook::LambdaLoss(_)
+            | AnyTrainingHook::ApproxNdcgLoss(_)
+            | AnyTrainingHook::NeuralNdcgLoss(_) => match listwise_loss(hook) {
                 Some(loss) => AnyLoss::Listwise(loss),
                 None => continue,
             },
-            TrainingHookConfig::LayerFreezer(_)
-            | TrainingHookConfig::LayerSharer(_)
-            | TrainingHookConfig::Js(_) => continue,
+            AnyTrainingHook::LayerFreezer(_)
+            | AnyTrainingHook::LayerSharer(_)
+            | AnyTrainingHook::JsObject(_) => continue,
         };
         losses.push(loss);
     }
@@ -166,50 +178,34 @@ fn loss_set(
 
 /// The sampler `config` describes, at `path`, drawing with `rng` from its `shard`.
 fn sampler(
-    config: &SamplerConfig,
+    config: &AnySampler,
     js: &Js,
     text: Option<&TextEncoding>,
     rng: Rng,
     shard: Shard,
     path: &str,
 ) -> Result<Box<dyn Sampler>> {
-    let data = |d: &DatasetConfig| dataset(d, js, &format!("{path}.dataset"));
+    let data = |d: &AnyLtrDataset| dataset(d, js, &format!("{path}.dataset"));
     Ok(match config {
-        SamplerConfig::Pairwise(c) => {
+        AnySampler::PairwiseSampler(c) => {
             Box::new(PairwiseSampler::new(&data(&c.dataset)?, rng, shard, path)?)
         }
-        SamplerConfig::Pointwise(c) => {
+        AnySampler::PointwiseSampler(c) => {
             Box::new(PointwiseSampler::new(&data(&c.dataset)?, rng, shard, path)?)
         }
-        SamplerConfig::Batchwise(c) => Box::new(BatchwiseSampler::new(
+        AnySampler::BatchwiseSampler(c) => Box::new(BatchwiseSampler::new(
             &data(&c.dataset)?,
             c.group_size as usize,
             rng,
             shard,
             path,
         )?),
-        SamplerConfig::Slate(c) => match &c.dataset {
-            DatasetConfig::TextReranking(t) => Box::new(SlateSampler::over_texts(
-                Arc::new(Reranking::open(t, &format!("{path}.dataset"))?),
-                text_encoding(text, "a SlateSampler over a TextRerankingDataset", path)?,
-                c.slate_length as usize,
-                rng,
-                shard,
-                path,
-            )?),
-            other => Box::new(SlateSampler::new(
-                &data(other)?,
-                c.slate_length as usize,
-                rng,
-                shard,
-                path,
-            )?),
-        },
-        SamplerConfig::TokenTriplets(c) => {
+        AnySampler::SlateSampler(c) => slate_sampler(c, js, text, rng, shard, path)?,
+        AnySampler::TokenTripletSampler(c) => {
             let triplets = load_triplets(&c.triplets, &format!("{path}.triplets"))?;
             Box::new(TokenTripletSampler::new(triplets, rng, shard, path)?)
         }
-        SamplerConfig::TextTriplets(c) => {
+        AnySampler::TextTripletSampler(c) => {
             let encoding = text_encoding(text, "TextTripletSampler", path)?;
             let triplets = read_text_triplets(&c.triplets, &format!("{path}.triplets"))?;
             Box::new(TextTripletSampler::new(
@@ -220,19 +216,19 @@ fn sampler(
                 path,
             )?)
         }
-        SamplerConfig::TextPairs(c) => {
+        AnySampler::TextPairSampler(c) => {
             let encoding = text_encoding(text, "TextPairSampler", path)?;
             let pairs = read_text_pairs(&c.pairs, &format!("{path}.pairs"))?;
             Box::new(TextPairSampler::new(pairs, encoding, rng, shard, path)?)
         }
-        SamplerConfig::IdTriplets(c) => {
+        AnySampler::IdTripletSampler(c) => {
             let encoding = text_encoding(text, "IdTripletSampler", path)?;
             let triplets = Arc::new(IdTriplets::open(c)?);
             Box::new(TextTripletSampler::new(
                 triplets, encoding, rng, shard, path,
             )?)
         }
-        SamplerConfig::Js(c) => {
+        AnySampler::JsObject(c) => {
             let kind = match c.kind.as_str() {
                 "pairwise" | "triplets" => RecordKind::Pairwise,
                 "pointwise" => RecordKind::Pointwise,
@@ -245,6 +241,35 @@ fn sampler(
             };
             let js = js.clone().ok_or_else(|| no_js(path, &c.class))?;
             Box::new(JsSampler::new(js, &c.key, kind, shard))
+        }
+    })
+}
+
+/// A [`SlateSampler`] over a run to re-rank (texts) or over a dataset of features.
+fn slate_sampler(
+    c: &SlateSamplerConfig,
+    js: &Js,
+    text: Option<&TextEncoding>,
+    rng: Rng,
+    shard: Shard,
+    path: &str,
+) -> Result<Box<dyn Sampler>> {
+    let data_path = format!("{path}.dataset");
+    let length = c.slate_length as usize;
+    Ok(match (&c.dataset, features_of(&c.dataset)) {
+        (AnyRankedDataset::TextRerankingDataset(t), _) => Box::new(SlateSampler::over_texts(
+            Arc::new(Reranking::open(t, &data_path)?),
+            text_encoding(text, "a SlateSampler over a TextRerankingDataset", path)?,
+            length,
+            rng,
+            shard,
+            path,
+        )?),
+        (_, features) => {
+            let features =
+                features.ok_or_else(|| Error::config(&data_path, "holds no features"))?;
+            let data = dataset(&features, js, &data_path)?;
+            Box::new(SlateSampler::new(&data, length, rng, shard, path)?)
         }
     })
 }
@@ -307,7 +332,7 @@ fn loss_trainer(
 }
 
 fn trainer(
-    config: &TrainerConfig,
+    config: &AnyTrainer,
     device: tch::Device,
     sources: SamplerSources,
     shard: Shard,
@@ -316,8 +341,8 @@ fn trainer(
     path: &str,
 ) -> Result<Box<dyn Trainer>> {
     match config {
-        TrainerConfig::Loss(t) => loss_trainer(t, device, sources, shard, seed, output, path),
-        TrainerConfig::Multiple(m) => {
+        AnyTrainer::LossTrainer(t) => loss_trainer(t, device, sources, shard, seed, output, path),
+        AnyTrainer::MultipleTrainer(m) => {
             if !m.hooks.is_empty() {
                 return Err(unsupported(
                     format!("{path}.hooks[0]"),
@@ -349,17 +374,17 @@ fn trainer(
 
 /// The trainers' structural hooks (freezer, sharer) with their config paths.
 fn structural_hooks<'a>(
-    config: &'a TrainerConfig,
+    config: &'a AnyTrainer,
     path: &str,
-    out: &mut Vec<(String, &'a TrainingHookConfig)>,
+    out: &mut Vec<(String, &'a AnyTrainingHook)>,
 ) {
     match config {
-        TrainerConfig::Loss(t) => {
+        AnyTrainer::LossTrainer(t) => {
             for (i, h) in t.hooks.iter().enumerate() {
                 out.push((format!("{path}.hooks[{i}]"), h));
             }
         }
-        TrainerConfig::Multiple(m) => {
+        AnyTrainer::MultipleTrainer(m) => {
             for (name, t) in &m.trainers {
                 structural_hooks(t, &format!("{path}.trainers.{name}"), out);
             }
@@ -405,10 +430,10 @@ fn optimizers(config: &LearnerConfig, model: &dyn Model, frozen: &[String]) -> R
         }
         let params: Vec<tch::Tensor> = claimed.into_iter().map(|(_, t)| t).collect();
         let optimizer: Box<dyn Optimizer> = match &opt.optimizer {
-            OptimizerConfig::Sgd(c) => Box::new(Sgd::new(c.clone(), params)),
-            OptimizerConfig::Adam(c) => Box::new(Adam::new(c.clone(), false, params)?),
-            OptimizerConfig::AdamW(c) => Box::new(Adam::new(c.clone(), true, params)?),
-            OptimizerConfig::Adafactor(c) => {
+            AnyOptimizer::Sgd(c) => Box::new(Sgd::new(c.clone(), params)),
+            AnyOptimizer::Adam(c) => Box::new(Adam::new(c.clone(), false, params)?),
+            AnyOptimizer::AdamW(c) => Box::new(Adam::new(c.clone().into(), true, params)?),
+            AnyOptimizer::Adafactor(c) => {
                 if c.relative_step && opt.scheduler.is_some() {
                     return Err(Error::config(
                         format!("{path}.scheduler"),
@@ -429,7 +454,7 @@ fn optimizers(config: &LearnerConfig, model: &dyn Model, frozen: &[String]) -> R
 }
 
 fn listener(
-    config: &ListenerConfig,
+    config: &AnyLearnerListener,
     i: usize,
     output: OutputType,
     device: tch::Device,
@@ -437,11 +462,13 @@ fn listener(
 ) -> Result<Box<dyn Listener>> {
     let path = format!("learner.listeners[{i}]");
     Ok(match config {
-        ListenerConfig::Ranking(c) => Box::new(ranking_listener(c, &path, sources)?),
-        ListenerConfig::ValidationLoss(c) => {
+        AnyLearnerListener::RankingValidationListener(c) => {
+            Box::new(ranking_listener(c, &path, sources)?)
+        }
+        AnyLearnerListener::TrainerValidationLoss(c) => {
             Box::new(loss_listener(c, &path, output, device, sources)?)
         }
-        ListenerConfig::Js(c) => Box::new(JsListener {
+        AnyLearnerListener::JsObject(c) => Box::new(JsListener {
             key: c.key.clone(),
             id: c.param("id", &path)?,
             last_output: serde_json::Value::Null,
@@ -464,19 +491,21 @@ fn validation_schedule(
 }
 
 fn ranking_listener(
-    c: &RankingValidationConfig,
+    c: &RankingValidationListenerConfig,
     path: &str,
     sources: SamplerSources,
 ) -> Result<ValidationListener<RankingValidation>> {
     let data_path = format!("{path}.dataset");
-    let (data, input) = match &c.dataset {
-        DatasetConfig::TextReranking(t) => {
+    let (data, input) = match (&c.dataset, features_of(&c.dataset)) {
+        (AnyRankedDataset::TextRerankingDataset(t), _) => {
             let set = Arc::new(Reranking::open(t, &data_path)?);
             let encoding = text_encoding(sources.text, "TextRerankingDataset", &data_path)?;
             (set.data.clone(), RankingInput::Texts { set, encoding })
         }
-        other => {
-            let data = dataset(other, sources.js, &data_path)?;
+        (_, features) => {
+            let features =
+                features.ok_or_else(|| Error::config(&data_path, "holds no features"))?;
+            let data = dataset(&features, sources.js, &data_path)?;
             let input = RankingInput::Features(ScoreInput::Features(data.features_tensor()?));
             (data, input)
         }
@@ -510,20 +539,34 @@ fn loss_listener(
     sources: SamplerSources,
 ) -> Result<ValidationListener<ValidationLoss>> {
     let data_path = format!("{path}.data");
-    let ltr = |d: DatasetConfig| -> Result<EvaluationPairs> {
+    let ltr = |d: AnyLtrDataset| -> Result<EvaluationPairs> {
         EvaluationPairs::new(&dataset(&d, sources.js, &data_path)?)
     };
     let data = match &c.data {
-        ValidationDataConfig::Synthetic(d) => ltr(DatasetConfig::Synthetic(d.clone()))?,
-        ValidationDataConfig::Letor(d) => ltr(DatasetConfig::Letor(d.clone()))?,
-        ValidationDataConfig::Js(d) => ltr(DatasetConfig::Js(d.clone()))?,
-        ValidationDataConfig::TokenTripletFile(d) => {
-            EvaluationPairs::Triplets(load_triplets(&TripletsConfig::File(d.clone()), &data_path)?)
+        AnySampleIterator::SyntheticLtrDataset(d) => {
+            ltr(AnyLtrDataset::SyntheticLtrDataset(d.clone()))?
         }
-        ValidationDataConfig::SyntheticTokenTriplets(d) => EvaluationPairs::Triplets(
-            load_triplets(&TripletsConfig::Synthetic(d.clone()), &data_path)?,
-        ),
-        ValidationDataConfig::TextTripletFile(d) => EvaluationPairs::texts(
+        AnySampleIterator::LetorDataset(d) => ltr(AnyLtrDataset::LetorDataset(d.clone()))?,
+        AnySampleIterator::JsObject(d) => ltr(AnyLtrDataset::JsObject(d.clone()))?,
+        AnySampleIterator::InMemoryLtrDataset(d) => {
+            ltr(AnyLtrDataset::InMemoryLtrDataset(d.clone()))?
+        }
+        AnySampleIterator::TextPairFile(_) | AnySampleIterator::TextRerankingDataset(_) => {
+            return Err(Error::config(
+                data_path,
+                "a TrainerValidationLoss scores pairs of a positive and a negative: give it \
+                 triplets (a TextTripletFile, a TokenTripletFile) or a dataset of features",
+            ))
+        }
+        AnySampleIterator::TokenTripletFile(d) => EvaluationPairs::Triplets(load_triplets(
+            &AnyTokenTriplets::TokenTripletFile(d.clone()),
+            &data_path,
+        )?),
+        AnySampleIterator::SyntheticTokenTriplets(d) => EvaluationPairs::Triplets(load_triplets(
+            &AnyTokenTriplets::SyntheticTokenTriplets(d.clone()),
+            &data_path,
+        )?),
+        AnySampleIterator::TextTripletFile(d) => EvaluationPairs::texts(
             Arc::new(read_text_triplets(d, &data_path)?),
             text_encoding(sources.text, "a TextTripletFile", &data_path)?,
         ),
@@ -570,7 +613,7 @@ pub(crate) fn js_hooks(config: &LearnerConfig) -> Result<Vec<JsHook>> {
     hooks
         .into_iter()
         .filter_map(|(path, h)| match h {
-            TrainingHookConfig::Js(js) => Some((path, js)),
+            AnyTrainingHook::JsObject(js) => Some((path, js)),
             _ => None,
         })
         .map(|(path, js)| {
@@ -617,7 +660,7 @@ pub(crate) fn build(
         "learner.model",
     )?;
     // Before sharing and freezing, as Python runs init tasks before the Learner.
-    for (i, loader) in config.init_tasks.iter().enumerate() {
+    for (i, loader) in config.init_tasks.iter().flatten().enumerate() {
         models::load_from_loader(
             model.as_ref(),
             &config.model,

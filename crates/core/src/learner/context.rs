@@ -1,3 +1,6 @@
+//! [`TrainerContext`]: the state the trainers, hooks and listeners of a run share (position,
+//! epoch metrics and scopes, TensorBoard writer, loss scale, agreement between ranks).
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 

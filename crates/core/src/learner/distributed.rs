@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 use tch::{Device, Tensor};
 
 use super::checkpoint::RankState;
-use crate::config::FabricConfiguration;
+use crate::config::FabricConfigurationConfig;
 use crate::data::Shard;
 use crate::distributed::{
     Backend, DistEnv, DistributedError, GradReduction, ProcessGroup, ReduceOp, DEFAULT_TIMEOUT,
@@ -54,8 +54,8 @@ impl Distributed {
     ///
     /// # Errors
     /// [`Error::Distributed`] when the environment is malformed or the rendezvous fails.
-    pub fn join(fabric: &FabricConfiguration, device: Device) -> Result<(Self, Vec<String>)> {
-        if fabric.strategy != DDP && fabric.strategy != AUTO_STRATEGY {
+    pub fn join(fabric: &FabricConfigurationConfig, device: Device) -> Result<(Self, Vec<String>)> {
+        if fabric.strategy.as_str() != DDP && fabric.strategy.as_str() != AUTO_STRATEGY {
             return Ok((Self::single(), Vec::new()));
         }
         Self::join_in(fabric, device, &DistEnv::from_env()?)
@@ -66,11 +66,11 @@ impl Distributed {
     /// (`devices: 1`, `torchrun --nproc-per-node 1`), so that one GPU trains through NCCL as
     /// several do. `auto` is ddp only when `env` holds several ranks.
     fn join_in(
-        fabric: &FabricConfiguration,
+        fabric: &FabricConfigurationConfig,
         device: Device,
         env: &DistEnv,
     ) -> Result<(Self, Vec<String>)> {
-        if fabric.strategy == AUTO_STRATEGY && !env.is_distributed() {
+        if fabric.strategy.as_str() == AUTO_STRATEGY && !env.is_distributed() {
             return Ok((Self::single(), Vec::new()));
         }
         let backend = match device {
@@ -368,13 +368,13 @@ mod tests {
 
     #[test]
     fn ddp_alone_is_a_group_of_one_and_auto_alone_is_none() {
-        let fabric = |strategy: &str| FabricConfiguration {
-            precision: "32-true".into(),
+        let fabric = |strategy: &str| FabricConfigurationConfig {
+            precision: crate::config::Precision::V32True,
             torch_fp32_precision: None,
             num_nodes: 1,
             devices: "auto".into(),
-            strategy: strategy.into(),
-            accelerator: "cpu".into(),
+            strategy: strategy.parse().unwrap(),
+            accelerator: crate::config::Accelerator::Cpu,
             num_threads: None,
             deterministic: None,
         };

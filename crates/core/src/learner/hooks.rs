@@ -3,7 +3,7 @@
 use tch::{Kind, Tensor};
 
 use super::TrainerContext;
-use crate::config::{HookConfig, ModelConfig, TrainingHookConfig};
+use crate::config::{AnyHook, AnyModule, AnyTrainingHook};
 use crate::models::Model;
 use crate::optim::ParameterSelector;
 use crate::{Error, Result};
@@ -17,12 +17,12 @@ pub(crate) enum GradientHook {
 }
 
 impl GradientHook {
-    pub fn new(config: &HookConfig) -> Self {
+    pub fn new(config: &AnyHook) -> Self {
         match config {
-            HookConfig::GradientClipping(c) => GradientHook::Clip {
+            AnyHook::GradientClippingHook(c) => GradientHook::Clip {
                 max_norm: c.max_norm,
             },
-            HookConfig::GradientLog(c) => GradientHook::Log {
+            AnyHook::GradientLogHook(c) => GradientHook::Log {
                 tag: c.name.clone(),
             },
         }
@@ -75,14 +75,14 @@ fn global_norm(grads: &[Tensor]) -> Result<f64> {
 /// Applies a trainer's structural hooks to the model before optimizers see its parameters;
 /// returns the names of the frozen parameters.
 pub(crate) fn apply_structural_hooks(
-    hooks: &[(String, &TrainingHookConfig)],
-    model_config: &ModelConfig,
+    hooks: &[(String, &AnyTrainingHook)],
+    model_config: &AnyModule,
     model: &mut dyn Model,
 ) -> Result<Vec<String>> {
     let mut frozen = Vec::new();
     for (path, hook) in hooks {
         match hook {
-            TrainingHookConfig::LayerFreezer(c) => {
+            AnyTrainingHook::LayerFreezer(c) => {
                 let selector =
                     ParameterSelector::new(&c.selector, model_config, &format!("{path}.selector"))?;
                 let selected: Vec<String> = names(model)
@@ -97,7 +97,7 @@ pub(crate) fn apply_structural_hooks(
                 }
                 frozen.extend(selected);
             }
-            TrainingHookConfig::LayerSharer(c) => {
+            AnyTrainingHook::LayerSharer(c) => {
                 let source =
                     ParameterSelector::new(&c.source, model_config, &format!("{path}.source"))?;
                 let target =

@@ -1,3 +1,6 @@
+//! [`Metrics`]: count-weighted means accumulated over an epoch, kept as detached tensors until
+//! read so that adding a metric never waits for the device.
+
 use std::collections::BTreeMap;
 
 use tch::{Kind, Tensor};

@@ -1,3 +1,6 @@
+//! The [`Observer`] the loop reports to (epoch reports, step progress) and through which it runs
+//! what lives on the JavaScript side (listeners, hooks).
+
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};

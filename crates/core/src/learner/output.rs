@@ -1,3 +1,6 @@
+//! [`LearnOutput`]: what a finished run returns (epoch reports, listeners' results, model
+//! weights, checkpoints, why it stopped, warnings).
+
 use std::collections::BTreeMap;
 
 use serde::Serialize;

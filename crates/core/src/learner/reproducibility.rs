@@ -4,14 +4,14 @@
 
 use tch::Device;
 
-use crate::config::{BatcherConfig, LearnerConfig, TrainerConfig};
+use crate::config::{AnyBatcher, AnyTrainer, LearnerConfig};
 use crate::runtime::Runtime;
 
 /// The batchers of the trainers of `config`, with their config paths.
-fn batchers<'a>(config: &'a TrainerConfig, path: &str, out: &mut Vec<(String, &'a BatcherConfig)>) {
+fn batchers<'a>(config: &'a AnyTrainer, path: &str, out: &mut Vec<(String, &'a AnyBatcher)>) {
     match config {
-        TrainerConfig::Loss(t) => out.push((format!("{path}.batcher"), &t.batcher)),
-        TrainerConfig::Multiple(m) => {
+        AnyTrainer::LossTrainer(t) => out.push((format!("{path}.batcher"), &t.batcher)),
+        AnyTrainer::MultipleTrainer(m) => {
             for (name, t) in &m.trainers {
                 batchers(t, &format!("{path}.trainers.{name}"), out);
             }
@@ -35,11 +35,11 @@ pub(crate) fn reproducibility_warnings(config: &LearnerConfig, runtime: &Runtime
     batchers(&config.trainer, "learner.trainer", &mut found);
     for (path, batcher) in found {
         let what = match batcher {
-            BatcherConfig::Plain(_) => continue,
-            BatcherConfig::PowerAdaptative(_) => {
+            AnyBatcher::Batcher(_) => continue,
+            AnyBatcher::PowerAdaptativeBatcher(_) => {
                 "the PowerAdaptativeBatcher shrinks micro-batches after running out of memory"
             }
-            BatcherConfig::Predictive(_) => {
+            AnyBatcher::PredictiveBatcher(_) => {
                 "the PredictiveBatcher sizes micro-batches from the memory it measures"
             }
         };

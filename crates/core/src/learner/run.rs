@@ -1,3 +1,6 @@
+//! [`learn`]: a whole training run on the calling thread: joining the ranks, resuming from the
+//! newest complete checkpoint, the epoch and step loop, validation, checkpoints and interruption.
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;

@@ -1,3 +1,6 @@
+//! The loss traits ([`PairwiseLoss`], [`BatchwiseLoss`]) and the PyTorch fixture that the loss
+//! tests share.
+
 use tch::Tensor;
 
 use crate::Result;

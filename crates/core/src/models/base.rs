@@ -1,3 +1,6 @@
+//! The [`Model`] trait the learner trains, its [`NamedParameter`]s, and the [`OutputType`] of its
+//! scores that decides how losses turn them into probabilities.
+
 use std::path::Path;
 
 use tch::Tensor;

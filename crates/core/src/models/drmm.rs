@@ -1,3 +1,6 @@
+//! [`Drmm`]: DRMM (Guo et al., 2016), histograms of query-document term similarities scored by a
+//! feed-forward network and weighed by a term gate; parameters named as in PyTorch.
+
 use tch::{Kind, Tensor};
 
 use super::params::{Linear, ParamId, Params};
@@ -43,24 +46,24 @@ impl Drmm {
         let embedding = params.normal(
             rng,
             "embedding.weight",
-            &[config.vocab_size, config.dim],
+            &[config.vocab_size as i64, config.dim as i64],
             Some(0),
         )?;
         let mut ffn = Vec::new();
-        let mut width = config.bins;
-        for (i, &hidden) in config.hidden_dims.iter().enumerate() {
+        let mut width = config.bins as i64;
+        for (i, hidden) in config.hidden_dims.iter().map(|&h| h as i64).enumerate() {
             ffn.push(params.linear(rng, &format!("ffn.{}", 2 * i), width, hidden, true)?);
             width = hidden;
         }
         let last = 2 * config.hidden_dims.len();
         ffn.push(params.linear(rng, &format!("ffn.{last}"), width, 1, true)?);
-        let gate = params.linear(rng, "gate", config.dim, 1, false)?;
+        let gate = params.linear(rng, "gate", config.dim as i64, 1, false)?;
         Ok(Drmm {
             params,
             embedding,
             ffn,
             gate,
-            bins: config.bins,
+            bins: config.bins as i64,
         })
     }
 

@@ -1,8 +1,11 @@
+//! [`DualEncoder`]: query and document as mean token embeddings, scored by cosine similarity or
+//! dot product; parameters named as PyTorch's `EmbeddingBag`.
+
 use tch::{Kind, Tensor};
 
 use super::params::{ParamId, Params};
 use super::{Model, NamedParameter};
-use crate::config::{DualEncoderConfig, Similarity};
+use crate::config::{EmbeddingDualEncoderConfig, Similarity};
 use crate::data::{ScoreInput, Tokens};
 use crate::rng::Rng;
 use crate::Result;
@@ -41,12 +44,12 @@ impl DualEncoder {
     ///
     /// # Errors
     /// A libtorch error while creating the parameters.
-    pub fn new(config: &DualEncoderConfig, rng: &mut Rng) -> Result<Self> {
+    pub fn new(config: &EmbeddingDualEncoderConfig, rng: &mut Rng) -> Result<Self> {
         let mut params = Params::default();
         let embedding = params.normal(
             rng,
             "embedding.weight",
-            &[config.vocab_size, config.dim],
+            &[config.vocab_size as i64, config.dim as i64],
             Some(0),
         )?;
         Ok(DualEncoder {

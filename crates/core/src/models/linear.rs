@@ -1,3 +1,5 @@
+//! [`LinearScorer`]: a linear map of feature vectors to scores, as `torch.nn.Linear(input_dim, 1)`.
+
 use tch::Tensor;
 
 use super::params::{Linear, Params};
@@ -21,7 +23,7 @@ impl LinearScorer {
     /// A libtorch error while creating the parameters.
     pub fn new(config: &LinearConfig, rng: &mut Rng) -> Result<Self> {
         let mut params = Params::default();
-        let layer = params.linear(rng, "", config.input_dim, 1, true)?;
+        let layer = params.linear(rng, "", config.input_dim as i64, 1, true)?;
         Ok(LinearScorer { params, layer })
     }
 }

@@ -1,3 +1,6 @@
+//! [`Mlp`]: a configurable multi-layer perceptron scorer (layer norm, activation, dropout) with
+//! the parameter names of PyTorch's `nn.Sequential`.
+
 use tch::Tensor;
 
 use super::params::{LayerNorm, Linear, Params};
@@ -37,8 +40,8 @@ impl Mlp {
         let mut params = Params::default();
         let mut blocks = Vec::with_capacity(config.hidden_dims.len());
         let mut index = 0;
-        let mut width = config.input_dim;
-        for &hidden in &config.hidden_dims {
+        let mut width = config.input_dim as i64;
+        for hidden in config.hidden_dims.iter().map(|&h| h as i64) {
             let linear = params.linear(rng, &format!("layers.{index}"), width, hidden, true)?;
             index += 1;
             let norm = if config.layer_norm {

@@ -1,3 +1,6 @@
+//! [`MlpScorer`]: a multi-layer perceptron scorer of feature vectors, ReLU between layers,
+//! parameters `layers.<k>.weight|bias` drawn like PyTorch's `nn.Linear`.
+
 use tch::{Kind, Tensor};
 
 use super::{Model, NamedParameter};
@@ -33,6 +36,7 @@ impl MlpScorer {
     pub fn new(config: &MlpScorerConfig, rng: &mut Rng) -> Result<Self> {
         let widths: Vec<i64> = std::iter::once(config.input_dim)
             .chain(config.hidden_dims.iter().copied())
+            .map(|w| w as i64)
             .chain(std::iter::once(1))
             .collect();
         let mut layers = Vec::with_capacity(widths.len() - 1);

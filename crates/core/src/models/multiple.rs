@@ -1,3 +1,6 @@
+//! [`MultipleModel`]: several named models trained together, the `scorer` entry scoring, every
+//! parameter named `<entry>.<parameter>` so that optimizers, freezing and saving select by prefix.
+
 use tch::Tensor;
 
 use super::{build, Model, NamedParameter, OutputType};

@@ -1,3 +1,6 @@
+//! [`Params`]: the named parameters of a built-in model, drawn from its seed, so that naming,
+//! sharing and loading are written once for every model.
+
 use tch::{Kind, Tensor};
 
 use super::NamedParameter;

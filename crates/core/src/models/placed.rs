@@ -1,3 +1,6 @@
+//! Models on the runtime's device and dtype: [`place_parameters`] moves them in place, and
+//! [`PlacedModel`] moves batches, runs the forward under autocast and casts the outputs back.
+
 use tch::Tensor;
 
 use super::{Model, NamedParameter, OutputType};

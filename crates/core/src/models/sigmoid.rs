@@ -1,7 +1,10 @@
+//! [`SigmoidOutput`]: another model's scores read as logits and turned into (log-)probabilities,
+//! adding no parameter so that its weights load into the bare model and back.
+
 use tch::Tensor;
 
 use super::{build, Model, NamedParameter, OutputType};
-use crate::config::{SigmoidOutputConfig, SigmoidScores};
+use crate::config::{Output, SigmoidOutputConfig};
 use crate::data::{EncodedRows, ScoreInput};
 use crate::rng::Rng;
 use crate::Result;
@@ -29,12 +32,12 @@ impl SigmoidOutput {
     /// # Errors
     /// [`crate::Error::Config`] for `output: real`; any error building the model.
     pub fn new(config: &SigmoidOutputConfig, rng: &mut Rng, path: &str) -> Result<Self> {
-        crate::config::ModelConfig::Sigmoid(config.clone()).validate(path)?;
+        crate::config::AnyModule::SigmoidOutput(config.clone()).validate(path)?;
         Ok(SigmoidOutput {
             model: build(&config.model, rng, &format!("{path}.model"))?,
             output: match config.output {
-                SigmoidScores::Probability => OutputType::Probability,
-                SigmoidScores::LogProbability => OutputType::LogProbability,
+                Output::Probability => OutputType::Probability,
+                Output::LogProbability => OutputType::LogProbability,
             },
         })
     }

@@ -12,7 +12,7 @@ use tch::{Kind, Tensor};
 
 use super::*;
 use crate::config::{
-    parse_learner, tests_support::scratch_dir, ModelConfig, ScriptInput, TorchScriptConfig,
+    parse_learner, tests_support::scratch_dir, AnyModule, Input, TorchScriptModelConfig,
 };
 use crate::data::{ScoreInput, Tokens};
 use crate::learner::{learn, LearnOutput, NoObserver};
@@ -56,7 +56,7 @@ fn case_input(case: &Value) -> ScoreInput {
 }
 
 fn model_of(config: &Value) -> Box<dyn Model> {
-    let config: ModelConfig = serde_json::from_value(config.clone()).unwrap();
+    let config: AnyModule = serde_json::from_value(config.clone()).unwrap();
     build(&config, &mut Rng::new(0), "model").unwrap()
 }
 
@@ -98,7 +98,7 @@ fn saved_weights_load_back_into_the_same_architecture() {
     let a = model_of(&case["config"]);
     let dir = scratch_dir();
     a.save(&dir.join("model.safetensors")).unwrap();
-    let config: ModelConfig = serde_json::from_value(case["config"].clone()).unwrap();
+    let config: AnyModule = serde_json::from_value(case["config"].clone()).unwrap();
     let mut b = build(&config, &mut Rng::new(99), "model").unwrap();
     load_weights(b.as_ref(), &dir.join("model.safetensors")).unwrap();
     let mut a = a;
@@ -226,8 +226,8 @@ fn parameter_names_follow_pytorch_and_sharing_ties_tensors() {
     );
 }
 
-fn script(name: &str, input: ScriptInput) -> TorchScriptModel {
-    let config = TorchScriptConfig {
+fn script(name: &str, input: Input) -> TorchScriptModel {
+    let config = TorchScriptModelConfig {
         id: name.into(),
         path: fixture(&format!("{name}.pt")).display().to_string(),
         input,
@@ -238,16 +238,16 @@ fn script(name: &str, input: ScriptInput) -> TorchScriptModel {
 #[test]
 fn torchscript_modules_score_like_python_and_expose_their_parameters() {
     for (name, input) in [
-        ("scripted_features", ScriptInput::Features),
-        ("scripted_text", ScriptInput::Text),
-        ("scripted_dropout", ScriptInput::Features),
+        ("scripted_features", Input::Features),
+        ("scripted_text", Input::Text),
+        ("scripted_dropout", Input::Features),
     ] {
         let meta = read_json(&format!("{name}.json"));
         let mut model = script(name, input);
         // Python scored in evaluation mode (no dropout).
         model.set_training(false);
         let inputs = meta["inputs"].as_array().unwrap();
-        let scored = if input == ScriptInput::Features {
+        let scored = if input == Input::Features {
             ScoreInput::Features(matrix_f32(&inputs[0]))
         } else {
             let t = |i: usize| -> Tokens {
@@ -275,7 +275,7 @@ fn torchscript_modules_score_like_python_and_expose_their_parameters() {
 
 #[test]
 fn torchscript_errors_say_what_to_do() {
-    let mut m = script("scripted_features", ScriptInput::Features);
+    let mut m = script("scripted_features", Input::Features);
     let err = m
         .share("net.2.weight", "net.0.weight")
         .unwrap_err()
@@ -289,10 +289,10 @@ fn torchscript_errors_say_what_to_do() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("scores feature vectors"), "{err}");
-    let bad = TorchScriptConfig {
+    let bad = TorchScriptModelConfig {
         id: "x".into(),
         path: fixture("linear.json").display().to_string(),
-        input: ScriptInput::Features,
+        input: Input::Features,
     };
     let err = TorchScriptModel::load(&bad, "learner.model")
         .unwrap_err()
@@ -462,7 +462,7 @@ fn drmm_learns_the_planted_signal_and_its_saved_model_scores_the_same() {
     // The saved model, opened for scoring, reproduces the last epoch's held-out metrics.
     let trained =
         TrainedModel::open(model, Path::new(out.learned_model.as_ref().unwrap())).unwrap();
-    let config: crate::config::SyntheticTripletsConfig =
+    let config: crate::config::SyntheticTokenTripletsConfig =
         serde_json::from_str(&triplets(2, 300).replace(
             r#""__xpmtype__":"xpm_torch.data.SyntheticTokenTriplets","#,
             "",
@@ -544,7 +544,7 @@ fn multiple(scorer: &str) -> String {
 
 #[test]
 fn a_multiple_model_prefixes_names_and_scores_with_its_scorer() {
-    let config: ModelConfig = serde_json::from_str(&multiple("scorer")).unwrap();
+    let config: AnyModule = serde_json::from_str(&multiple("scorer")).unwrap();
     config.validate("learner.model").unwrap();
     let mut m = build(&config, &mut Rng::new(3), "learner.model").unwrap();
     let names: Vec<String> = m.named_parameters().into_iter().map(|p| p.name).collect();
@@ -615,7 +615,7 @@ fn a_multiple_model_prefixes_names_and_scores_with_its_scorer() {
 #[test]
 fn a_multiple_model_config_is_checked() {
     let check = |json: &str| {
-        let config: ModelConfig = serde_json::from_str(json).unwrap();
+        let config: AnyModule = serde_json::from_str(json).unwrap();
         config.validate("learner.model").unwrap_err().to_string()
     };
     let err = check(&multiple("teacher"));
@@ -672,7 +672,7 @@ fn a_multiple_model_trains_its_scorer_with_optimizers_chosen_by_regex() {
     let accuracy = final_accuracy(&out);
     assert!(accuracy > 0.85, "{accuracy}");
 
-    let config: ModelConfig = serde_json::from_str(&multiple("scorer")).unwrap();
+    let config: AnyModule = serde_json::from_str(&multiple("scorer")).unwrap();
     let initial = build(&config, &mut Rng::derive(5, "model/init"), "learner.model").unwrap();
     let saved: std::collections::HashMap<String, Tensor> =
         Tensor::read_safetensors(out.learned_model.as_ref().unwrap())

@@ -1,9 +1,12 @@
+//! [`TorchScriptModel`]: a module saved with `torch.jit.save`, trained in place under its
+//! PyTorch parameter names.
+
 use std::path::Path;
 
 use tch::{CModule, Tensor};
 
 use super::{Model, NamedParameter};
-use crate::config::{ScriptInput, TorchScriptConfig};
+use crate::config::{Input, TorchScriptModelConfig};
 use crate::data::ScoreInput;
 use crate::{Error, Result};
 
@@ -14,7 +17,7 @@ pub struct TorchScriptModel {
     module: CModule,
     /// Handles on the module's own parameter tensors.
     parameters: Vec<(String, Tensor)>,
-    input: ScriptInput,
+    input: Input,
     id: String,
 }
 
@@ -33,7 +36,7 @@ impl TorchScriptModel {
     /// # Errors
     /// [`Error::Config`] when the file is missing or is not a TorchScript module, or when the
     /// module has no parameter to train.
-    pub fn load(config: &TorchScriptConfig, path: &str) -> Result<Self> {
+    pub fn load(config: &TorchScriptModelConfig, path: &str) -> Result<Self> {
         let file = Path::new(&config.path);
         if !file.is_file() {
             return Err(Error::config(
@@ -79,8 +82,8 @@ impl Model for TorchScriptModel {
     fn forward(&self, input: &ScoreInput) -> Result<Tensor> {
         let name = format!("TorchScriptModel {:?}", self.id);
         let output = match self.input {
-            ScriptInput::Features => self.module.forward_ts(&[input.features(&name)?])?,
-            ScriptInput::Text => {
+            Input::Features => self.module.forward_ts(&[input.features(&name)?])?,
+            Input::Text => {
                 let (q, d) = input.text(&name)?;
                 self.module
                     .forward_ts(&[&q.ids, &q.lengths, &d.ids, &d.lengths])?

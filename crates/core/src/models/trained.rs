@@ -1,7 +1,10 @@
+//! [`TrainedModel`]: a trained model opened for scoring (evaluation mode, on a chosen device),
+//! and [`score_rows`], which scores batches without gradients for it and for listeners.
+
 use std::path::Path;
 
 use super::{build, load_weights, Model};
-use crate::config::ModelConfig;
+use crate::config::AnyModule;
 use crate::data::{EncodedRows, ScoreInput, TextEncoding, TokenTable};
 use crate::rng::Rng;
 use crate::runtime::memory::release_cpu_tensor_cache;
@@ -15,7 +18,7 @@ pub struct TrainedModel {
     device: tch::Device,
     /// How a pretrained text model encodes texts (its tokenizers).
     text: Option<TextEncoding>,
-    config: ModelConfig,
+    config: AnyModule,
 }
 
 /// The device `name` names: `cpu`, `cuda`, `cuda:<n>`, or `auto` (the first GPU when there is

@@ -1,9 +1,12 @@
+//! [`TransformerCrossEncoder`]: a small Transformer cross-encoder over token ids that scores the
+//! mean of its last layer's outputs; parameters named as PyTorch's `nn.TransformerEncoder`.
+
 use tch::{Kind, Tensor};
 
 use super::attention::attention;
 use super::params::{LayerNorm, Linear, ParamId, Params};
 use super::{Model, NamedParameter};
-use crate::config::TransformerConfig;
+use crate::config::TransformerCrossEncoderConfig;
 use crate::data::{ScoreInput, Tokens};
 use crate::rng::Rng;
 use crate::runtime::dropout;
@@ -41,7 +44,7 @@ pub struct TransformerCrossEncoder {
     segment_embedding: ParamId,
     layers: Vec<EncoderLayer>,
     score: Linear,
-    config: TransformerConfig,
+    config: TransformerCrossEncoderConfig,
     training: bool,
 }
 
@@ -65,19 +68,19 @@ impl TransformerCrossEncoder {
     ///
     /// # Errors
     /// A libtorch error while creating the parameters.
-    pub fn new(config: &TransformerConfig, rng: &mut Rng) -> Result<Self> {
-        let dim = config.dim;
+    pub fn new(config: &TransformerCrossEncoderConfig, rng: &mut Rng) -> Result<Self> {
+        let dim = config.dim as i64;
         let mut params = Params::default();
         let token_embedding = params.normal(
             rng,
             "token_embedding.weight",
-            &[config.vocab_size + 2, dim],
+            &[config.vocab_size as i64 + 2, dim],
             Some(0),
         )?;
         let position_embedding = params.normal(
             rng,
             "position_embedding.weight",
-            &[config.max_length, dim],
+            &[config.max_length as i64, dim],
             None,
         )?;
         let segment_embedding = params.normal(rng, "segment_embedding.weight", &[2, dim], None)?;
@@ -106,8 +109,20 @@ impl TransformerCrossEncoder {
                 1.0 / (dim as f64).sqrt(),
             )?;
             let out_bias = params.constant(format!("{p}.self_attn.out_proj.bias"), &[dim], 0.0)?;
-            let linear1 = params.linear(rng, &format!("{p}.linear1"), dim, config.ffn_dim, true)?;
-            let linear2 = params.linear(rng, &format!("{p}.linear2"), config.ffn_dim, dim, true)?;
+            let linear1 = params.linear(
+                rng,
+                &format!("{p}.linear1"),
+                dim,
+                config.ffn_dim as i64,
+                true,
+            )?;
+            let linear2 = params.linear(
+                rng,
+                &format!("{p}.linear2"),
+                config.ffn_dim as i64,
+                dim,
+                true,
+            )?;
             let norm1 = params.layer_norm(&format!("{p}.norm1"), dim)?;
             let norm2 = params.layer_norm(&format!("{p}.norm2"), dim)?;
             layers.push(EncoderLayer {
@@ -139,7 +154,8 @@ impl TransformerCrossEncoder {
         let (q, q_len, q_width) = rows(query)?;
         let (d, d_len, d_width) = rows(document)?;
         let max = self.config.max_length as usize;
-        let (cls, sep) = (self.config.vocab_size, self.config.vocab_size + 1);
+        let vocab = self.config.vocab_size as i64;
+        let (cls, sep) = (vocab, vocab + 1);
         let mut sequences = Vec::with_capacity(q_len.len());
         for (b, (&lq, &ld)) in q_len.iter().zip(&d_len).enumerate() {
             let lq = (lq.max(0) as usize).min(max - 3);
@@ -179,12 +195,12 @@ impl TransformerCrossEncoder {
     fn attention(&self, layer: &EncoderLayer, x: &Tensor, keep: &Tensor) -> Result<Tensor> {
         let size = x.size();
         let (batch, length) = (size[0], size[1]);
-        let heads = self.config.heads;
-        let head_dim = self.config.dim / heads;
+        let (dim, heads) = (self.config.dim as i64, self.config.heads as i64);
+        let head_dim = dim / heads;
         let qkv = layer.in_proj.apply(&self.params, x)?;
         let split = |i: i64| -> Result<Tensor> {
             Ok(qkv
-                .f_narrow(-1, i * self.config.dim, self.config.dim)?
+                .f_narrow(-1, i * dim, dim)?
                 .f_view([batch, length, heads, head_dim])?
                 .f_transpose(1, 2)?)
         };
@@ -192,7 +208,7 @@ impl TransformerCrossEncoder {
         let attended = attention(&q, &k, &v, keep, self.config.dropout, self.training)?;
         let attended = attended
             .f_transpose(1, 2)?
-            .f_reshape([batch, length, self.config.dim])?;
+            .f_reshape([batch, length, dim])?;
         layer.out_proj.apply(&self.params, &attended)
     }
 }

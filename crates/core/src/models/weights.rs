@@ -1,3 +1,6 @@
+//! Loading safetensors weights saved under PyTorch's names into a whole model ([`load_weights`])
+//! or into the part a loader names ([`load_from_loader`]); names and shapes must match exactly.
+
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -28,8 +31,8 @@ pub fn load_weights(model: &dyn Model, path: &Path) -> Result<()> {
 /// naming the loader, the file and the tensors when names or shapes differ.
 pub fn load_from_loader(
     model: &dyn Model,
-    config: &crate::config::ModelConfig,
-    loader: &crate::config::ModuleLoaderConfig,
+    config: &crate::config::AnyModule,
+    loader: &crate::config::SimpleModuleLoaderConfig,
     path: &str,
 ) -> Result<()> {
     let prefix = config.prefix_of(&loader.value).ok_or_else(|| {

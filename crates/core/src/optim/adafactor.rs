@@ -1,3 +1,6 @@
+//! [`Adafactor`] as the `transformers` library implements it: factored second moments for
+//! matrices, RMS-clipped updates, step sizes relative to the step count and parameter scale.
+
 use tch::{Kind, Tensor};
 
 use super::{copy_into, Optimizer};

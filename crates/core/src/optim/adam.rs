@@ -1,8 +1,11 @@
+//! [`Adam`] as `torch.optim.Adam` (coupled L2 decay) or AdamW (decoupled), one call to
+//! libtorch's fused kernel per step.
+
 use tch::{Kind, Tensor};
 
 use super::fused_adam::{fused_adam, AdamStep};
 use super::{copy_into, Optimizer};
-use crate::config::AdamConfig;
+use crate::config::{AdamConfig, AdamWConfig};
 use crate::Result;
 
 /// Adam as `torch.optim.Adam` (coupled L2 decay) or, `decoupled`, AdamW; no amsgrad. Each step
@@ -16,6 +19,18 @@ pub struct Adam {
     exp_avg: Vec<Tensor>,
     exp_avg_sq: Vec<Tensor>,
     steps: Vec<Tensor>,
+}
+
+/// AdamW has Adam's hyper-parameters; only the weight decay differs, and `new` is told which.
+impl From<AdamWConfig> for AdamConfig {
+    fn from(c: AdamWConfig) -> Self {
+        AdamConfig {
+            lr: c.lr,
+            weight_decay: c.weight_decay,
+            eps: c.eps,
+            betas: c.betas,
+        }
+    }
 }
 
 impl Adam {

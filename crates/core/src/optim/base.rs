@@ -1,3 +1,6 @@
+//! The [`Optimizer`] trait over one group of parameters, and helpers its implementations share
+//! (restoring saved state, zeroing gradients).
+
 use tch::Tensor;
 
 use crate::Result;

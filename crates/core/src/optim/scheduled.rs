@@ -1,3 +1,6 @@
+//! [`Optimizers`]: all the optimizers of a run with their optional learning-rate schedules,
+//! stepped, skipped, saved and restored together.
+
 use tch::Tensor;
 
 use super::{zero_grad, Optimizer, Schedule};

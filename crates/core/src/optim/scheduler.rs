@@ -1,7 +1,7 @@
 //! Learning-rate schedules: a factor applied to each optimizer's base learning rate, as
 //! `torch.optim.lr_scheduler.LambdaLR` applies the lambdas of `xpm_torch.schedulers`.
 
-use crate::config::SchedulerConfig;
+use crate::config::AnyScheduler;
 
 /// A learning-rate schedule.
 pub trait Schedule {
@@ -79,21 +79,21 @@ impl Schedule for CosineWithWarmup {
 
 /// The schedule `config` describes for a run of `total_steps` optimizer steps
 /// (`max_epochs × steps_per_epoch`).
-pub fn schedule(config: &SchedulerConfig, total_steps: u64) -> Box<dyn Schedule + Send> {
+pub fn schedule(config: &AnyScheduler, total_steps: u64) -> Box<dyn Schedule + Send> {
     match config {
-        SchedulerConfig::LinearWithWarmup(c) => Box::new(LinearWithWarmup {
+        AnyScheduler::LinearWithWarmup(c) => Box::new(LinearWithWarmup {
             warmup: c.num_warmup_steps,
             total: total_steps,
             min_factor: c.min_factor,
         }),
-        SchedulerConfig::CosineWithWarmup(c) => Box::new(CosineWithWarmup {
+        AnyScheduler::CosineWithWarmup(c) => Box::new(CosineWithWarmup {
             warmup: c.num_warmup_steps,
             total: total_steps,
             num_cycles: c.num_cycles,
         }),
         // The same decay over `total_training_steps` when set, whatever the length of this run
         // (training in several phases).
-        SchedulerConfig::LinearWithWarmupAndMaxEpochs(c) => Box::new(LinearWithWarmup {
+        AnyScheduler::LinearWithWarmupAndMaxEpochs(c) => Box::new(LinearWithWarmup {
             warmup: c.num_warmup_steps,
             total: c.total_training_steps.unwrap_or(total_steps),
             min_factor: c.min_factor,
@@ -164,7 +164,7 @@ mod tests {
 
     #[test]
     fn linear_with_max_epochs_ignores_the_run_length() {
-        let config: SchedulerConfig = serde_json::from_str(
+        let config: AnyScheduler = serde_json::from_str(
             r#"{"__xpmtype__":"xpm_torch.schedulers.LinearWithWarmupAndMaxEpochs",
                 "num_warmup_steps":1000,"min_factor":0.0,"total_training_steps":35000}"#,
         )
@@ -180,7 +180,7 @@ mod tests {
         }
         close(s.factor(15000), 0.588235, 1e-4, "f(15000)");
         // Without total_training_steps: the run's length, and min_factor is the floor.
-        let config: SchedulerConfig = serde_json::from_str(
+        let config: AnyScheduler = serde_json::from_str(
             r#"{"__xpmtype__":"xpm_torch.schedulers.LinearWithWarmupAndMaxEpochs",
                 "num_warmup_steps":10,"min_factor":0.25}"#,
         )
@@ -219,7 +219,7 @@ mod tests {
         let cases = fixture["cases"].as_array().unwrap();
         assert!(cases.len() >= 6);
         for case in cases {
-            let config: SchedulerConfig = serde_json::from_value(case["config"].clone()).unwrap();
+            let config: AnyScheduler = serde_json::from_value(case["config"].clone()).unwrap();
             let total = case["total_steps"].as_u64().unwrap();
             let s = schedule(&config, total);
             let factors = case["factors"].as_array().unwrap();

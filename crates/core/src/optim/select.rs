@@ -1,6 +1,9 @@
+//! Which parameters an optimizer takes: [`ParameterFilter`] and [`ParameterSelector`], the
+//! counterparts of Python's filters and parameter iterators, by name relative to their model.
+
 use regex::Regex;
 
-use crate::config::{FilterConfig, ModelConfig, ParametersIteratorConfig};
+use crate::config::{AnyModule, AnyParameterFilter, AnyParametersIterator};
 use crate::{Error, Result};
 
 fn compile(pattern: &str, path: &str) -> Result<Regex> {
@@ -27,7 +30,7 @@ impl ParameterFilter {
     ///
     /// # Errors
     /// [`Error::Config`] for an invalid regular expression.
-    pub fn new(config: &FilterConfig, path: &str) -> Result<Self> {
+    pub fn new(config: &AnyParameterFilter, path: &str) -> Result<Self> {
         let compile_all =
             |patterns: &Option<Vec<String>>, field: &str| -> Result<Option<Vec<Regex>>> {
                 patterns
@@ -41,8 +44,8 @@ impl ParameterFilter {
                     .transpose()
             };
         Ok(match config {
-            FilterConfig::All(_) => ParameterFilter::All,
-            FilterConfig::Regex(c) => ParameterFilter::Regex {
+            AnyParameterFilter::ParameterFilter(_) => ParameterFilter::All,
+            AnyParameterFilter::RegexParameterFilter(c) => ParameterFilter::Regex {
                 includes: compile_all(&c.includes, "includes")?,
                 excludes: compile_all(&c.excludes, "excludes")?,
             },
@@ -72,7 +75,7 @@ impl ParameterFilter {
 
 /// The prefix of the learner's parameter names that `model` owns: `""` for the learner's model,
 /// `"<name>."` for an entry of its MultipleModel.
-fn scope_of(model: &ModelConfig, learner_model: &ModelConfig, path: &str) -> Result<String> {
+fn scope_of(model: &AnyModule, learner_model: &AnyModule, path: &str) -> Result<String> {
     learner_model.prefix_of(model).ok_or_else(|| {
         Error::config(
             format!("{path}.model"),
@@ -118,8 +121,8 @@ impl ParameterSelector {
     /// [`Error::Config`] for an invalid regular expression, or a `model` that is not the
     /// learner's model (or a part of it).
     pub fn new(
-        config: &ParametersIteratorConfig,
-        learner_model: &ModelConfig,
+        config: &AnyParametersIterator,
+        learner_model: &AnyModule,
         path: &str,
     ) -> Result<Self> {
         let optional = |pattern: &str, field: &str| {
@@ -128,15 +131,19 @@ impl ParameterSelector {
                 .transpose()
         };
         Ok(match config {
-            ParametersIteratorConfig::Regex(c) => ParameterSelector::Regex {
+            AnyParametersIterator::RegexParametersIterator(c) => ParameterSelector::Regex {
                 scope: scope_of(&c.model, learner_model, path)?,
                 regex: optional(&c.regex, "regex")?,
                 negative: optional(&c.negative_regex, "negative_regex")?,
             },
-            ParametersIteratorConfig::Inverse(c) => ParameterSelector::Inverse(Box::new(
-                ParameterSelector::new(&c.iterator, learner_model, &format!("{path}.iterator"))?,
-            )),
-            ParametersIteratorConfig::Sub(c) => {
+            AnyParametersIterator::InverseParametersIterator(c) => {
+                ParameterSelector::Inverse(Box::new(ParameterSelector::new(
+                    &c.iterator,
+                    learner_model,
+                    &format!("{path}.iterator"),
+                )?))
+            }
+            AnyParametersIterator::SubParametersIterator(c) => {
                 let scope = scope_of(&c.model, learner_model, path)?;
                 let inner_path = format!("{path}.iterator");
                 let inner = ParameterSelector::new(&c.iterator, learner_model, &inner_path)?;
@@ -195,14 +202,14 @@ impl ParameterSelector {
 mod tests {
     use super::*;
     use crate::config::{
-        InverseIteratorConfig, LinearConfig, MultipleModelConfig, RegexFilterConfig,
-        RegexIteratorConfig, SubIteratorConfig,
+        InverseParametersIteratorConfig, LinearConfig, MultipleModelConfig,
+        RegexParameterFilterConfig, RegexParametersIteratorConfig, SubParametersIteratorConfig,
     };
 
     fn filter(includes: Option<&[&str]>, excludes: Option<&[&str]>) -> ParameterFilter {
         let own = |v: Option<&[&str]>| v.map(|v| v.iter().map(|s| s.to_string()).collect());
         ParameterFilter::new(
-            &FilterConfig::Regex(RegexFilterConfig {
+            &AnyParameterFilter::RegexParameterFilter(RegexParameterFilterConfig {
                 includes: own(includes),
                 excludes: own(excludes),
             }),
@@ -224,12 +231,12 @@ mod tests {
         assert!(!both.accepts("layers.0.weight"));
     }
 
-    fn linear(input_dim: i64) -> ModelConfig {
-        ModelConfig::Linear(LinearConfig { input_dim })
+    fn linear(input_dim: u64) -> AnyModule {
+        AnyModule::Linear(LinearConfig { input_dim })
     }
 
-    fn regex(pattern: &str, negative: &str, model: ModelConfig) -> ParametersIteratorConfig {
-        ParametersIteratorConfig::Regex(RegexIteratorConfig {
+    fn regex(pattern: &str, negative: &str, model: AnyModule) -> AnyParametersIterator {
+        AnyParametersIterator::RegexParametersIterator(RegexParametersIteratorConfig {
             regex: pattern.into(),
             negative_regex: negative.into(),
             model,
@@ -239,7 +246,7 @@ mod tests {
     #[test]
     fn selectors_search_names_as_python_re_search_and_invert() {
         let model = linear(3);
-        let build = |c: &ParametersIteratorConfig| ParameterSelector::new(c, &model, "s").unwrap();
+        let build = |c: &AnyParametersIterator| ParameterSelector::new(c, &model, "s").unwrap();
         // Found anywhere in the name, as `re.search`: "bias" selects every bias.
         let bias = build(&regex("bias", "", model.clone()));
         assert!(bias.selects("layers.0.bias"));
@@ -253,9 +260,10 @@ mod tests {
         let anchored = build(&regex("^weight$", "", model.clone()));
         assert!(anchored.selects("weight") && !anchored.selects("layers.0.weight"));
         assert!(build(&regex("", "", model.clone())).selects("anything"));
-        let inverse = ParametersIteratorConfig::Inverse(Box::new(InverseIteratorConfig {
-            iterator: regex(r"layers\.0\.", "bias", model.clone()),
-        }));
+        let inverse =
+            AnyParametersIterator::InverseParametersIterator(InverseParametersIteratorConfig {
+                iterator: Box::new(regex(r"layers\.0\.", "bias", model.clone())),
+            });
         let i = build(&inverse);
         assert!(!i.selects("layers.0.weight"));
         assert!(i.selects("layers.1.weight"));
@@ -266,7 +274,7 @@ mod tests {
     fn a_selector_sees_the_names_of_its_own_model() {
         let student = linear(3);
         let teacher = linear(5);
-        let learner = ModelConfig::Multiple(MultipleModelConfig {
+        let learner = AnyModule::MultipleModel(MultipleModelConfig {
             models: [
                 ("scorer".to_string(), student.clone()),
                 ("teacher".to_string(), teacher.clone()),
@@ -281,19 +289,20 @@ mod tests {
         assert!(s.selects("teacher.weight"));
         assert!(!s.selects("scorer.weight") && !s.selects("teacher.bias"));
         // Inverting stays within the teacher.
-        let inverse = ParametersIteratorConfig::Inverse(Box::new(InverseIteratorConfig {
-            iterator: regex("^weight", "", teacher.clone()),
-        }));
+        let inverse =
+            AnyParametersIterator::InverseParametersIterator(InverseParametersIteratorConfig {
+                iterator: Box::new(regex("^weight", "", teacher.clone())),
+            });
         let i = ParameterSelector::new(&inverse, &learner, "s").unwrap();
         assert!(
             i.selects("teacher.bias") && !i.selects("teacher.weight") && !i.selects("scorer.bias")
         );
         // SubParametersIterator: the teacher's choice, `default` for the rest of the learner's model.
-        let sub = ParametersIteratorConfig::Sub(Box::new(SubIteratorConfig {
+        let sub = AnyParametersIterator::SubParametersIterator(SubParametersIteratorConfig {
             model: learner.clone(),
-            iterator: regex("^weight", "", teacher.clone()),
+            iterator: Box::new(regex("^weight", "", teacher.clone())),
             default: true,
-        }));
+        });
         let sub = ParameterSelector::new(&sub, &learner, "s").unwrap();
         assert!(sub.selects("teacher.weight") && !sub.selects("teacher.bias"));
         assert!(sub.selects("scorer.weight") && sub.selects("scorer.bias"));

@@ -1,3 +1,6 @@
+//! [`Sgd`]: stochastic gradient descent without momentum, with coupled L2 decay, as
+//! `torch.optim.SGD`.
+
 use tch::Tensor;
 
 use super::{copy_into, Optimizer};

@@ -1,3 +1,6 @@
+//! [`AutocastGuard`]: libtorch's autocast to a lower-precision dtype on one device type while
+//! alive (per thread; guards nest), for mixed-precision forwards.
+
 use tch::{Device, Kind};
 
 use super::ffi::{autocast_enter, autocast_exit, AutocastState};

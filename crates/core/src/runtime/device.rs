@@ -1,3 +1,6 @@
+//! `fabric_config.accelerator` and `devices` resolved against the visible hardware
+//! ([`Accelerator`], [`Hardware`], [`resolve_devices`]).
+
 use tch::Device;
 
 use super::cuda::cuda_device_count;

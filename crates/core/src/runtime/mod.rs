@@ -1,4 +1,4 @@
-//! The runtime of a run, from its `FabricConfiguration`: device, precision (parameter dtype,
+//! The runtime of a run, from its `FabricConfigurationConfig`: device, precision (parameter dtype,
 //! autocast, loss scaling), float32 matmul precision, threads, determinism and the
 //! run's random generators.
 

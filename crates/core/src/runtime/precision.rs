@@ -1,3 +1,6 @@
+//! `fabric_config.precision` and `torch_fp32_precision`: the dtypes of parameters, autocast and
+//! outputs, and whether a loss scaler is needed ([`Precision`], [`MatmulPrecision`]).
+
 use tch::Kind;
 
 use crate::{Error, Result};

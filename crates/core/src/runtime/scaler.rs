@@ -1,3 +1,6 @@
+//! [`LossScaler`]: dynamic loss scaling for float16 training, as PyTorch's `GradScaler`, with
+//! the scale and the finiteness checks kept on the device; its checkpointed [`ScalerState`].
+
 use serde::{Deserialize, Serialize};
 use tch::{Device, Kind, Tensor};
 

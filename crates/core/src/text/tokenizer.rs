@@ -1,3 +1,6 @@
+//! [`TextTokenizer`]: a Hugging Face `tokenizer.json` set to our truncation and padding, which
+//! it applies to whole encodings itself (the `tokenizers` crate cuts pairs unlike Python's).
+
 use std::path::{Path, PathBuf};
 
 use tokenizers::utils::truncation::truncate_encodings;

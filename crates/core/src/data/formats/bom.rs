@@ -24,10 +24,12 @@ mod tests {
     use super::*;
     use crate::config::tests_support::scratch_dir;
     use crate::config::{
-        IdTripletFileConfig, IdTripletSamplerConfig, TextCollectionConfig, TextPairFileConfig,
-        TextTripletFileConfig, TrecQrelsConfig, TrecRunConfig, TripletFileConfig, Typed,
+        IdTripletSamplerConfig, TextCollectionConfig, TextPairFileConfig, TextTripletFileConfig,
+        TokenTripletFileConfig, Typed,
     };
-    use crate::data::formats::msmarco::tests::{fixture, reranking_config, trec};
+    use crate::data::formats::msmarco::tests::{
+        fixture, id_triplets, qrels, reranking_config, run_file,
+    };
     use crate::data::{
         read_letor, read_text_pairs, read_text_triplets, read_triplets, IdTriplets, Reranking,
         TripletTexts,
@@ -77,7 +79,7 @@ mod tests {
             ),
         ] {
             let read = |path: &Path| {
-                let config = TripletFileConfig {
+                let config = TokenTripletFileConfig {
                     id: "t".into(),
                     path: show(path),
                     format: None,
@@ -160,7 +162,7 @@ mod tests {
             let config = IdTripletSamplerConfig {
                 queries: collection(at("queries.train.tsv")),
                 documents: collection(at("collection.tsv")),
-                triplets: Typed(IdTripletFileConfig(trec(at("triples.train.tsv")))),
+                triplets: Typed(id_triplets(at("triples.train.tsv"))),
             };
             let triplets = IdTriplets::open(&config).unwrap();
             let rows: Vec<usize> = (0..triplets.count()).collect();
@@ -172,8 +174,8 @@ mod tests {
             let mut config = reranking_config(at("run.dev.trec"), None);
             config.queries = collection(at("queries.dev.tsv"));
             config.documents = collection(at("collection.tsv"));
-            config.qrels = Typed(TrecQrelsConfig(trec(at("qrels.dev.tsv"))));
-            config.run = Typed(TrecRunConfig(trec(at("run.dev.trec"))));
+            config.qrels = Typed(qrels(at("qrels.dev.tsv")));
+            config.run = Typed(run_file(at("run.dev.trec")));
             let set = Reranking::open(&config, "d").unwrap();
             let mut judged = set.judged.clone();
             judged.iter_mut().for_each(|grades| grades.sort_unstable());

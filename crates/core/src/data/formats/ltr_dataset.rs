@@ -1,3 +1,6 @@
+//! [`LtrDataset`]: a learning-to-rank dataset in memory, documents grouped by query with feature
+//! vectors and graded relevance, and the preference pairs and usable queries drawn from it.
+
 use tch::{Kind, Tensor};
 
 use crate::Result;

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::SystemTime;
 
-use crate::config::{IdTripletSamplerConfig, TextCollectionConfig, TextRerankingConfig};
+use crate::config::{IdTripletSamplerConfig, TextCollectionConfig, TextRerankingDatasetConfig};
 use crate::data::formats::text_triplets::strs;
 use crate::data::{
     read_id_triplets, Entry, LtrDataset, Qrels, ScoreInput, TextCollection, TextEncoding, TrecRun,
@@ -123,7 +123,7 @@ impl Reranking {
     /// The files' errors; a query or document of any run line (past `depth` too, and of the
     /// queries left out) absent from its collection, at the run's `file:line`;
     /// [`Error::Config`] at `path` when no run query has a relevant judged document.
-    pub fn open(config: &TextRerankingConfig, path: &str) -> Result<Self> {
+    pub fn open(config: &TextRerankingDatasetConfig, path: &str) -> Result<Self> {
         let depth = config.depth.map(|v| v as usize);
         let batch_size = config.batch_size.map_or(64, |v| v as usize);
         let queries = open_collection(&config.queries)?;
@@ -199,9 +199,7 @@ pub(crate) mod tests {
 
     use super::*;
     use crate::config::tests_support::scratch_dir;
-    use crate::config::{
-        IdTripletFileConfig, TrecFileConfig, TrecQrelsConfig, TrecRunConfig, Typed,
-    };
+    use crate::config::{IdTripletFileConfig, TrecQrelsConfig, TrecRunConfig, Typed};
     use crate::learner::listeners::RankMetric;
 
     /// The tiny MS MARCO-shaped fixture (scripts/fixtures/gen_msmarco.py).
@@ -218,19 +216,33 @@ pub(crate) mod tests {
         })
     }
 
-    pub(crate) fn trec(path: PathBuf) -> TrecFileConfig {
-        TrecFileConfig {
+    pub(crate) fn qrels(path: PathBuf) -> TrecQrelsConfig {
+        TrecQrelsConfig {
             id: "f".into(),
             path: path.display().to_string(),
         }
     }
 
-    pub(crate) fn reranking_config(run: PathBuf, depth: Option<u64>) -> TextRerankingConfig {
-        TextRerankingConfig {
+    pub(crate) fn run_file(path: PathBuf) -> TrecRunConfig {
+        TrecRunConfig {
+            id: "f".into(),
+            path: path.display().to_string(),
+        }
+    }
+
+    pub(crate) fn id_triplets(path: PathBuf) -> IdTripletFileConfig {
+        IdTripletFileConfig {
+            id: "f".into(),
+            path: path.display().to_string(),
+        }
+    }
+
+    pub(crate) fn reranking_config(run: PathBuf, depth: Option<u64>) -> TextRerankingDatasetConfig {
+        TextRerankingDatasetConfig {
             queries: collection("queries.dev.tsv"),
             documents: collection("collection.tsv"),
-            qrels: Typed(TrecQrelsConfig(trec(fixture("qrels.dev.tsv")))),
-            run: Typed(TrecRunConfig(trec(run))),
+            qrels: Typed(qrels(fixture("qrels.dev.tsv"))),
+            run: Typed(run_file(run)),
             depth,
             batch_size: None,
         }
@@ -379,7 +391,7 @@ pub(crate) mod tests {
         let config = IdTripletSamplerConfig {
             queries: collection("queries.train.tsv"),
             documents: collection("collection.tsv"),
-            triplets: Typed(IdTripletFileConfig(trec(fixture("triples.train.tsv")))),
+            triplets: Typed(id_triplets(fixture("triples.train.tsv"))),
         };
         let triplets = IdTriplets::open(&config).unwrap();
         assert_eq!(triplets.count(), 240);
@@ -408,7 +420,7 @@ mod learn_tests {
     use super::tests::{fixture, reranking_config};
     use super::*;
     use crate::config::tests_support::scratch_dir;
-    use crate::config::{parse_learner, ModelConfig};
+    use crate::config::{parse_learner, AnyModule};
     use crate::data::Sampler;
     use crate::learner::listeners::RankMetric;
     use crate::learner::{learn, NoObserver};
@@ -519,7 +531,7 @@ mod learn_tests {
             assert!(cut > 0.0 && cut < 0.2, "{:?}", epoch.train);
         }
         let set = Reranking::open(&reranking_config(fixture("run.dev.trec"), None), "d").unwrap();
-        let model_config: ModelConfig = serde_json::from_str(&model_json()).unwrap();
+        let model_config: AnyModule = serde_json::from_str(&model_json()).unwrap();
         let encoding = crate::models::hf::text_encoding(&model_config, "m")
             .unwrap()
             .unwrap();
@@ -562,9 +574,7 @@ mod learn_tests {
         let config = IdTripletSamplerConfig {
             queries: super::tests::collection("queries.train.tsv"),
             documents: super::tests::collection("collection.tsv"),
-            triplets: crate::config::Typed(crate::config::IdTripletFileConfig(super::tests::trec(
-                fixture("triples.train.tsv"),
-            ))),
+            triplets: crate::config::Typed(super::tests::id_triplets(fixture("triples.train.tsv"))),
         };
         let triplets = IdTriplets::open(&config).unwrap();
         let rows: Vec<usize> = (0..triplets.count()).collect();
@@ -619,7 +629,7 @@ mod learn_tests {
         let set = Arc::new(
             Reranking::open(&reranking_config(fixture("run.dev.trec"), None), "d").unwrap(),
         );
-        let model_config: ModelConfig = serde_json::from_str(&model_json()).unwrap();
+        let model_config: AnyModule = serde_json::from_str(&model_json()).unwrap();
         let encoding = crate::models::hf::text_encoding(&model_config, "m")
             .unwrap()
             .unwrap();

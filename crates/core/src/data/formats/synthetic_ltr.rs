@@ -1,4 +1,7 @@
-use crate::config::SyntheticLtrConfig;
+//! [`synthetic_ltr`]: a LETOR-like dataset with a planted linear signal, graded from a noisy
+//! score; deterministic in its seed, for tests and examples without data files.
+
+use crate::config::SyntheticLtrDatasetConfig;
 use crate::data::LtrDataset;
 use crate::rng::Rng;
 
@@ -7,7 +10,7 @@ const GRADE_THRESHOLDS: [f64; 4] = [-1.0, -0.3, 0.3, 1.0];
 
 /// Builds the planted-signal dataset described by `config`; the same config gives the same data.
 /// Its sizes are at least 1 and its noise at least 0: the configuration's value rules hold.
-pub fn synthetic_ltr(config: &SyntheticLtrConfig) -> LtrDataset {
+pub fn synthetic_ltr(config: &SyntheticLtrDatasetConfig) -> LtrDataset {
     let dim = config.num_features as usize;
     let docs = (config.num_queries * config.docs_per_query) as usize;
 
@@ -51,8 +54,8 @@ pub fn synthetic_ltr(config: &SyntheticLtrConfig) -> LtrDataset {
 mod tests {
     use super::*;
 
-    fn config(seed: u64) -> SyntheticLtrConfig {
-        SyntheticLtrConfig {
+    fn config(seed: u64) -> SyntheticLtrDatasetConfig {
+        SyntheticLtrDatasetConfig {
             signal_seed: 3,
             seed,
             num_queries: 50,

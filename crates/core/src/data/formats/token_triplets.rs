@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::config::{SyntheticTripletsConfig, TripletFileConfig, TripletsConfig};
+use crate::config::{AnyTokenTriplets, SyntheticTokenTripletsConfig, TokenTripletFileConfig};
 use crate::data::{read_utf8, PairwiseBatch, ScoreInput, TokenTable};
 use crate::rng::Rng;
 use crate::{Error, Result};
@@ -70,10 +70,10 @@ impl TokenTriplets {
 ///
 /// # Errors
 /// See [`read_triplets`] and [`synthetic_triplets`].
-pub fn load_triplets(config: &TripletsConfig, path: &str) -> Result<TokenTriplets> {
+pub fn load_triplets(config: &AnyTokenTriplets, path: &str) -> Result<TokenTriplets> {
     match config {
-        TripletsConfig::File(c) => read_triplets(c, path),
-        TripletsConfig::Synthetic(c) => synthetic_triplets(c, path),
+        AnyTokenTriplets::TokenTripletFile(c) => read_triplets(c, path),
+        AnyTokenTriplets::SyntheticTokenTriplets(c) => synthetic_triplets(c, path),
     }
 }
 
@@ -86,7 +86,7 @@ enum Format {
     Jsonl,
 }
 
-fn format_of(config: &TripletFileConfig, path: &str) -> Result<Format> {
+fn format_of(config: &TokenTripletFileConfig, path: &str) -> Result<Format> {
     let named = config
         .format
         .as_deref()
@@ -112,7 +112,7 @@ fn format_of(config: &TripletFileConfig, path: &str) -> Result<Format> {
 /// [`Error::Io`], or [`Error::Data`] at `file:line:column` quoting the offending text: a
 /// missing field, an id that is not an integer in 0..2³¹, an empty sequence, or a file without
 /// triplets.
-pub fn read_triplets(config: &TripletFileConfig, path: &str) -> Result<TokenTriplets> {
+pub fn read_triplets(config: &TokenTripletFileConfig, path: &str) -> Result<TokenTriplets> {
     let format = format_of(config, path)?;
     let (text, file) = read_utf8(Path::new(&config.path))?;
     parse_triplets(&text, &file, format)
@@ -236,7 +236,10 @@ fn jsonl_line(line: &str) -> std::result::Result<[Vec<i64>; 3], LineError> {
 ///
 /// # Errors
 /// [`Error::Config`] at `path` for impossible sizes.
-pub fn synthetic_triplets(config: &SyntheticTripletsConfig, path: &str) -> Result<TokenTriplets> {
+pub fn synthetic_triplets(
+    config: &SyntheticTokenTripletsConfig,
+    path: &str,
+) -> Result<TokenTriplets> {
     config.validate(path)?;
     let vocab = config.vocab_size as usize;
     let mut rng = Rng::derive(config.seed, "synthetic-triplets");
@@ -340,8 +343,8 @@ mod tests {
         );
     }
 
-    fn config(seed: u64) -> SyntheticTripletsConfig {
-        SyntheticTripletsConfig {
+    fn config(seed: u64) -> SyntheticTokenTripletsConfig {
+        SyntheticTokenTripletsConfig {
             seed,
             num_triplets: 200,
             vocab_size: 500,

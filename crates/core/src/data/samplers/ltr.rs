@@ -1,3 +1,6 @@
+//! The [`Sampler`] trait, and the samplers of learning-to-rank datasets: preference pairs
+//! ([`PairwiseSampler`]), graded documents (pointwise) and per-query groups (batchwise).
+
 use tch::{Kind, Tensor};
 
 use crate::data::{

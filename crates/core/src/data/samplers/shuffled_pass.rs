@@ -1,3 +1,6 @@
+//! [`ShuffledPass`]: endless shuffled passes over item indices, split between the ranks of a
+//! distributed run ([`Shard`]), whose whole state is a generator state and a cursor.
+
 use crate::rng::Rng;
 use crate::{Error, Result};
 

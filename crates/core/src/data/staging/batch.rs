@@ -1,3 +1,6 @@
+//! The batches a sampler yields, one type per record kind ([`Batch`], [`RecordKind`]), and their
+//! [`Staging`] for the device (joined pairs, pinned memory) done ahead by the data producer.
+
 use tch::{Device, Kind, Tensor};
 
 use crate::data::ScoreInput;

@@ -1,3 +1,6 @@
+//! [`BatchSource`]: batches of a sampler prepared and staged ahead on a producer thread, in the
+//! same order whatever the look-ahead, reporting the position of the last batch consumed.
+
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::time::{Duration, Instant};
 

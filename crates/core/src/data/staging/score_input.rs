@@ -1,3 +1,6 @@
+//! What a model scores, [`ScoreInput`] (feature vectors, token ids or encoded texts), with the
+//! padded token batches ([`Tokens`]) and the back-to-back token storage ([`TokenTable`]).
+
 use tch::{Device, Kind, Tensor};
 
 use crate::{Error, Result};

@@ -1,3 +1,6 @@
+//! Texts encoded by Hugging Face tokenizers for text models: pairs for cross-encoders or apart
+//! for bi-encoders ([`TextEncoding`], [`EncodedTexts`]), with counts of truncated inputs.
+
 use std::sync::Arc;
 
 use tch::{Kind, Tensor};

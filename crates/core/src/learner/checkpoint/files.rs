@@ -1,3 +1,6 @@
+//! Checkpoint directories on disk: atomic writes with a checksummed manifest, verification,
+//! quarantine of damaged ones, removal of what failed saves left, and listing by epoch.
+
 use std::collections::BTreeMap;
 use std::fs::{self, File};
 use std::io::Write;

@@ -1,3 +1,6 @@
+//! What a checkpoint holds and how it is saved and restored: the loop's [`Progress`], the model,
+//! optimizers and loss scaler, and each rank's sampler and generator states ([`RankState`]).
+
 use std::collections::BTreeMap;
 use std::path::Path;
 

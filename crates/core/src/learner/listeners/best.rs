@@ -1,3 +1,6 @@
+//! What validation listeners share: the best value of a metric and its saved model
+//! ([`BestTracker`]), the early-stopping vote, atomic JSON writes and the [`ValidationSchedule`].
+
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;

@@ -1,3 +1,6 @@
+//! [`JsListener`]: a listener written in JavaScript, run by the observer on the JavaScript side,
+//! which may score rows with the model being trained.
+
 use std::collections::BTreeMap;
 
 use serde_json::Value;

@@ -1,3 +1,6 @@
+//! [`RankMetric`]: the ranking metrics of held-out queries (pairwise accuracy, MRR, NDCG, MAP,
+//! precision, recall, ERR), parsed from their names and computed from scores and grades.
+
 use crate::data::LtrDataset;
 use crate::{Error, Result};
 

@@ -9,7 +9,7 @@ use tch::{Kind, Tensor};
 
 use super::RecordDims;
 use crate::batching::Batcher;
-use crate::config::BatcherConfig;
+use crate::config::AnyBatcher;
 use crate::data::{
     strs, Batch, LtrDataset, PairwiseBatch, PreferencePair, ScoreInput, TextEncoding,
     TokenTriplets, TripletTexts, Truncation,
@@ -101,12 +101,12 @@ impl EvaluationBatching {
     /// # Errors
     /// [`crate::Error::Config`] for a predictive batcher or a zero batch size.
     pub fn new(
-        config: &BatcherConfig,
+        config: &AnyBatcher,
         batch_size: usize,
         memory: Box<dyn MemoryProbe>,
         path: &str,
     ) -> Result<Self> {
-        if let BatcherConfig::Predictive(_) = config {
+        if let AnyBatcher::PredictiveBatcher(_) = config {
             return Err(Error::config(
                 path,
                 "the PredictiveBatcher is for training (its memory formula is fitted on \

@@ -1,3 +1,6 @@
+//! [`LossTrainer`]: each step splits a batch into micro-batches as its batcher says and
+//! backpropagates the losses divided by the whole batch's record count (any split, same gradients).
+
 use std::cell::RefCell;
 
 use tch::{Kind, Tensor};
@@ -164,7 +167,7 @@ mod tests {
     /// Validation in outer batches of `chunk`, not split.
     fn plain(chunk: usize) -> EvaluationBatching {
         EvaluationBatching::new(
-            &crate::config::BatcherConfig::Plain(crate::config::NoParams {}),
+            &crate::config::AnyBatcher::Batcher(crate::config::BatcherConfig {}),
             chunk,
             Box::new(crate::runtime::memory::CpuMemory::new(None).unwrap()),
             "v.batcher",
@@ -342,8 +345,9 @@ mod tests {
         use crate::batching::SimulatedDevice;
         use crate::batching::{CostModel, Formula};
         use crate::config::{
-            BatchDimsProviderConfig, BatcherConfig, DimsProviderConfig, FormulaTermConfig,
-            NoParams, PackerConfig, PredictiveBatcherConfig, ProbePointConfig, Typed,
+            AnyBatchDimsProvider, AnyBatcher, AnyMicroBatchPacker, BatchDimsProviderConfig,
+            BatcherConfig, FormulaTerm, PowerAdaptativeBatcherConfig, PredictiveBatcherConfig,
+            ProbePointConfig, Typed, UniformPackerConfig,
         };
         use crate::data::{PairwiseSampler, Shard};
         use crate::losses::CrossEntropyLoss;
@@ -355,7 +359,7 @@ mod tests {
         const PER_RECORD: f64 = 1000.0;
 
         fn data() -> LtrDataset {
-            crate::data::synthetic_ltr(&crate::config::SyntheticLtrConfig {
+            crate::data::synthetic_ltr(&crate::config::SyntheticLtrDatasetConfig {
                 signal_seed: 1,
                 seed: 2,
                 num_queries: 10,
@@ -381,24 +385,24 @@ mod tests {
 
         fn device(capacity: u64) -> SimulatedDevice {
             let names = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-            let terms = [FormulaTermConfig::of("a", &[("bs", 1)])];
+            let terms = [FormulaTerm::of("a", &[("bs", 1)])];
             let f = Formula::new(&terms, &names(&["a"]), &names(&["bs"]), "truth").unwrap();
             let mut truth = CostModel::new(f, "bs", "truth").unwrap();
             truth.set_coefficients(vec![PER_RECORD, 0.0]).unwrap();
             SimulatedDevice::new(capacity, 0, truth, 0.0, 1)
         }
 
-        fn predictive(packer: PackerConfig) -> BatcherConfig {
+        fn predictive(packer: AnyMicroBatchPacker) -> AnyBatcher {
             let probe = |bs: u64| {
                 Typed(ProbePointConfig {
                     values: BTreeMap::from([("bs".into(), bs)]),
                 })
             };
-            BatcherConfig::Predictive(Box::new(PredictiveBatcherConfig {
+            AnyBatcher::PredictiveBatcher(PredictiveBatcherConfig {
                 formula: "a*bs + c".into(),
                 formula_terms: vec![
-                    FormulaTermConfig::of("a", &[("bs", 1)]),
-                    FormulaTermConfig::of("c", &[]),
+                    FormulaTerm::of("a", &[("bs", 1)]),
+                    FormulaTerm::of("c", &[]),
                 ],
                 coefficient_names: vec!["a".into(), "c".into()],
                 variable_names: vec!["bs".into()],
@@ -406,16 +410,16 @@ mod tests {
                 memory_fraction: 1.0,
                 extra_overhead_bytes: 0,
                 min_batch_size: 1,
-                dims_provider: DimsProviderConfig::Builtin(BatchDimsProviderConfig {
+                dims_provider: AnyBatchDimsProvider::BatchDimsProvider(BatchDimsProviderConfig {
                     probe_dims: vec![probe(1), probe(2), probe(4)],
                 }),
                 packer,
-            }))
+            })
         }
 
         /// Gradients after one step of a LossTrainer with `config` on a device of `capacity`,
         /// the micro-batch count logged and the warnings.
-        fn one_step(config: &BatcherConfig, capacity: u64) -> (Vec<f64>, f64, Vec<String>) {
+        fn one_step(config: &AnyBatcher, capacity: u64) -> (Vec<f64>, f64, Vec<String>) {
             let sampler = PairwiseSampler::new(&data(), Rng::new(3), Shard::WHOLE, "s").unwrap();
             step_of(model(), Box::new(sampler), config, capacity)
         }
@@ -424,7 +428,7 @@ mod tests {
         fn step_of(
             model: Box<dyn Model>,
             sampler: Box<dyn crate::data::Sampler>,
-            config: &BatcherConfig,
+            config: &AnyBatcher,
             capacity: u64,
         ) -> (Vec<f64>, f64, Vec<String>) {
             let losses = LossSet::new(
@@ -472,7 +476,7 @@ mod tests {
         fn cross_encoder() -> (Box<dyn Model>, Box<dyn crate::data::Sampler>) {
             let dir =
                 std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hf/bert");
-            let config: crate::config::ModelConfig = serde_json::from_str(&format!(
+            let config: crate::config::AnyModule = serde_json::from_str(&format!(
                 r#"{{"__xpmtype__":"xpm_torch.models.CrossEncoder","max_length":32,
                 "encoder":{{"__xpmtype__":"xpm_torch.models.HFEncoder","id":"tiny-bert","path":"{}"}}}}"#,
                 dir.display()
@@ -523,21 +527,21 @@ mod tests {
 
         #[test]
         fn micro_batches_give_the_gradients_of_the_whole_batch_for_a_transformer() {
-            let step = |config: &BatcherConfig, capacity: u64| {
+            let step = |config: &AnyBatcher, capacity: u64| {
                 let (model, sampler) = cross_encoder();
                 step_of(model, sampler, config, capacity)
             };
-            let (whole, n, _) = step(&BatcherConfig::Plain(NoParams {}), u64::MAX / 2);
+            let (whole, n, _) = step(&AnyBatcher::Batcher(BatcherConfig {}), u64::MAX / 2);
             assert_eq!(n, 1.0);
             assert!(whole.iter().any(|g| g.abs() > 1e-6), "no gradient");
             let (split, n, warnings) = step(
-                &predictive(PackerConfig::Uniform(NoParams {})),
+                &predictive(AnyMicroBatchPacker::UniformPacker(UniformPackerConfig {})),
                 5 * PER_RECORD as u64,
             );
             assert!(n >= 4.0, "{n} micro-batches for 16 records of 5 per batch");
             assert!(warnings.is_empty(), "{warnings:?}");
             assert_close(&split, &whole, "predictive");
-            let power = BatcherConfig::PowerAdaptative(NoParams {});
+            let power = AnyBatcher::PowerAdaptativeBatcher(PowerAdaptativeBatcherConfig {});
             let (replayed, n, _) = step(&power, 5 * PER_RECORD as u64);
             assert_eq!(n, 4.0);
             assert_close(&replayed, &whole, "power-adaptative");
@@ -545,16 +549,19 @@ mod tests {
 
         #[test]
         fn micro_batches_give_the_gradients_of_the_whole_batch() {
-            let plain = BatcherConfig::Plain(NoParams {});
+            let plain = AnyBatcher::Batcher(BatcherConfig {});
             let (whole, n, _) = one_step(&plain, u64::MAX / 2);
             assert_eq!(n, 1.0);
             let adaptive = |sort_by: Option<&str>| {
-                PackerConfig::Adaptive(crate::config::AdaptivePackerConfig {
+                AnyMicroBatchPacker::AdaptivePacker(crate::config::AdaptivePackerConfig {
                     sort_by: sort_by.map(str::to_string),
                 })
             };
             for (name, packer) in [
-                ("uniform", PackerConfig::Uniform(NoParams {})),
+                (
+                    "uniform",
+                    AnyMicroBatchPacker::UniformPacker(UniformPackerConfig {}),
+                ),
                 ("adaptive", adaptive(None)),
                 ("adaptive sorted", adaptive(Some("bs"))),
             ] {
@@ -570,7 +577,7 @@ mod tests {
 
         /// The validation loss and metrics of `model` on `data()`'s pairs in batches of 16
         /// with `config` on a device of `capacity`, and the warnings.
-        fn validate(config: &BatcherConfig, capacity: u64) -> (f64, Vec<f64>, Vec<String>) {
+        fn validate(config: &AnyBatcher, capacity: u64) -> (f64, Vec<f64>, Vec<String>) {
             let losses = LossSet::new(
                 vec![AnyLoss::Pairwise(Box::new(HingeLoss {
                     weight: 1.0,
@@ -595,19 +602,19 @@ mod tests {
 
         #[test]
         fn validation_batches_are_micro_batched_with_the_same_result() {
-            let plain = BatcherConfig::Plain(NoParams {});
+            let plain = AnyBatcher::Batcher(BatcherConfig {});
             let (whole, metrics, none) = validate(&plain, u64::MAX / 2);
             assert!(none.is_empty());
             // Outer batches of 16 do not fit a device of 5 records: each is replayed in
             // micro-batches of 8, then 5, once (the batcher keeps the size that fits).
-            let power = BatcherConfig::PowerAdaptative(NoParams {});
+            let power = AnyBatcher::PowerAdaptativeBatcher(PowerAdaptativeBatcherConfig {});
             let (split, split_metrics, warnings) = validate(&power, 5 * PER_RECORD as u64);
             assert_eq!(warnings.len(), 2, "{warnings:?}");
             assert!((split - whole).abs() < 1e-9, "{split} vs {whole}");
             assert_close(&split_metrics, &metrics, "validation metrics");
             // The predictive batcher is for training only.
             let err = EvaluationBatching::new(
-                &predictive(PackerConfig::Uniform(NoParams {})),
+                &predictive(AnyMicroBatchPacker::UniformPacker(UniformPackerConfig {})),
                 BATCH,
                 Box::new(device(1000)),
                 "learner.listeners[0].batcher",
@@ -625,9 +632,9 @@ mod tests {
 
         #[test]
         fn an_out_of_memory_batch_is_replayed_smaller_with_the_same_gradients() {
-            let plain = BatcherConfig::Plain(NoParams {});
+            let plain = AnyBatcher::Batcher(BatcherConfig {});
             let (whole, _, _) = one_step(&plain, u64::MAX / 2);
-            let power = BatcherConfig::PowerAdaptative(NoParams {});
+            let power = AnyBatcher::PowerAdaptativeBatcher(PowerAdaptativeBatcherConfig {});
             let (replayed, n, warnings) = one_step(&power, 5 * PER_RECORD as u64);
             // 16 and 8 do not fit, 5 does: four micro-batches.
             assert_eq!(n, 4.0);

@@ -9,7 +9,7 @@ use tch::{Device, Tensor};
 
 use crate::batching::SimulatedDevice;
 use crate::batching::{BatchDims, Combine, Dims, MicroBatchable};
-use crate::config::{BatcherConfig, DimsProviderConfig};
+use crate::config::{AnyBatchDimsProvider, AnyBatcher};
 use crate::data::{packed_records, records_batch, Batch, JsData, JsMessage, ScoreInput, Tokens};
 use crate::runtime::memory::{CpuMemory, CudaMemory, MemoryProbe};
 use crate::{Error, Result};
@@ -40,8 +40,8 @@ const LENGTH: &str = "l";
 
 impl RecordDims {
     /// The provider for a batcher configuration, or an error naming a variable it cannot give.
-    pub fn new(config: &BatcherConfig, js: &Option<Arc<dyn JsData>>, path: &str) -> Result<Self> {
-        let BatcherConfig::Predictive(p) = config else {
+    pub fn new(config: &AnyBatcher, js: &Option<Arc<dyn JsData>>, path: &str) -> Result<Self> {
+        let AnyBatcher::PredictiveBatcher(p) = config else {
             // Only a simulated memory device asks these batchers for dimensions.
             return Ok(RecordDims {
                 batch_size_variable: "bs".into(),
@@ -49,7 +49,7 @@ impl RecordDims {
                 js: None,
             });
         };
-        if let DimsProviderConfig::Js(provider) = &p.dims_provider {
+        if let AnyBatchDimsProvider::JsObject(provider) = &p.dims_provider {
             let js = js.clone().ok_or_else(|| {
                 Error::config(
                     format!("{path}.dims_provider"),
@@ -285,7 +285,7 @@ pub const SIMULATED_MEMORY_ENV: &str = "XPM_TORCH_SIMULATED_MEMORY";
 #[serde(deny_unknown_fields)]
 struct SimulatedSpec {
     capacity: u64,
-    formula_terms: Vec<crate::config::FormulaTermConfig>,
+    formula_terms: Vec<crate::config::FormulaTerm>,
     coefficients: std::collections::BTreeMap<String, f64>,
     #[serde(default)]
     ranks: Option<Vec<u64>>,

@@ -1,7 +1,10 @@
+//! Tests of the built-in formula variables of records: the length `l` of token pairs and of
+//! query groups, and the record count `bs`.
+
 use tch::Kind;
 
 use super::*;
-use crate::config::NoParams;
+use crate::config::BatcherConfig;
 use crate::data::{BatchwiseBatch, PairwiseBatch};
 
 /// Token rows of the given lengths (ids all 1, padded to the longest).
@@ -21,7 +24,7 @@ fn text(query: &[i64], document: &[i64]) -> ScoreInput {
 }
 
 fn built_in() -> RecordDims {
-    RecordDims::new(&BatcherConfig::Plain(NoParams {}), &None, "b").unwrap()
+    RecordDims::new(&AnyBatcher::Batcher(BatcherConfig {}), &None, "b").unwrap()
 }
 
 #[test]

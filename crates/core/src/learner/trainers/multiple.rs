@@ -1,3 +1,6 @@
+//! [`MultipleTrainer`]: several trainers adding their gradients to one optimizer step, each
+//! logging its metrics under its own scope.
+
 use tch::Tensor;
 
 use super::Trainer;

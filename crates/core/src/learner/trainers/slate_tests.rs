@@ -3,7 +3,7 @@
 use tch::Kind;
 
 use super::{probe_batch, RecordDims};
-use crate::config::{BatcherConfig, MlpScorerConfig, NoParams, SyntheticLtrConfig};
+use crate::config::{AnyBatcher, BatcherConfig, MlpScorerConfig, SyntheticLtrDatasetConfig};
 use crate::data::{synthetic_ltr, Batch, RecordKind, Sampler, Shard, SlateSampler};
 use crate::learner::TrainerContext;
 use crate::losses::listwise::{LambdaLoss, LambdaWeighting, ListNet, ListwiseLoss, Reduction};
@@ -12,7 +12,7 @@ use crate::models::{MlpScorer, Model};
 use crate::rng::Rng;
 
 fn slates(count: usize, slate_length: usize) -> Batch {
-    let data = synthetic_ltr(&SyntheticLtrConfig {
+    let data = synthetic_ltr(&SyntheticLtrDatasetConfig {
         signal_seed: 1,
         seed: 2,
         num_queries: 12,
@@ -88,7 +88,7 @@ fn micro_batches_of_slates_give_the_gradients_of_the_whole_batch() {
 #[test]
 fn probe_slates_take_the_width_the_batcher_asks_for() {
     let template = slates(2, 5);
-    let dims = RecordDims::new(&BatcherConfig::Plain(NoParams {}), &None, "b").unwrap();
+    let dims = RecordDims::new(&AnyBatcher::Batcher(BatcherConfig {}), &None, "b").unwrap();
     let probe = [("bs".to_string(), 3u64), ("l".to_string(), 8u64)]
         .into_iter()
         .collect();

@@ -4,46 +4,46 @@ use super::{
     ApproxNdcg, LambdaLoss, LambdaWeighting, ListMle, ListNet, ListwiseLoss, NeuralNdcg,
     PairWeighting, RankNet, Reduction,
 };
-use crate::config::{LambdaScheme, LogBase, PairReduction, RankNetWeighting, TrainingHookConfig};
+use crate::config::{self, AnyTrainingHook, ReductionLog, WeighingScheme, Weighting};
 
 /// The listwise loss `hook` configures, or `None` for another hook. Its settings are in range:
 /// the configuration's value rules hold (see `config/rules.rs`).
-pub fn listwise_loss(hook: &TrainingHookConfig) -> Option<Box<dyn ListwiseLoss>> {
+pub fn listwise_loss(hook: &AnyTrainingHook) -> Option<Box<dyn ListwiseLoss>> {
     Some(match hook {
-        TrainingHookConfig::ListNet(c) => Box::new(ListNet { weight: c.weight }),
-        TrainingHookConfig::ListMle(c) => Box::new(ListMle { weight: c.weight }),
-        TrainingHookConfig::RankNet(c) => Box::new(RankNet {
+        AnyTrainingHook::ListNetLoss(c) => Box::new(ListNet { weight: c.weight }),
+        AnyTrainingHook::ListMleLoss(c) => Box::new(ListMle { weight: c.weight }),
+        AnyTrainingHook::RankNetLoss(c) => Box::new(RankNet {
             weight: c.weight,
             weighting: match c.weighting {
-                RankNetWeighting::Uniform => PairWeighting::Uniform,
-                RankNetWeighting::LabelDifference => PairWeighting::LabelDifference,
-                RankNetWeighting::SquaredLabelDifference => PairWeighting::SquaredLabelDifference,
+                Weighting::None => PairWeighting::Uniform,
+                Weighting::LabelDifference => PairWeighting::LabelDifference,
+                Weighting::SquaredLabelDifference => PairWeighting::SquaredLabelDifference,
             },
         }),
-        TrainingHookConfig::Lambda(c) => Box::new(LambdaLoss {
+        AnyTrainingHook::LambdaLoss(c) => Box::new(LambdaLoss {
             weight: c.weight,
             weighting: match c.weighing_scheme {
-                LambdaScheme::Uniform => LambdaWeighting::Uniform,
-                LambdaScheme::NdcgLoss1 => LambdaWeighting::NdcgLoss1,
-                LambdaScheme::NdcgLoss2 => LambdaWeighting::NdcgLoss2,
-                LambdaScheme::LambdaRank => LambdaWeighting::LambdaRank,
-                LambdaScheme::NdcgLoss2PlusPlus => LambdaWeighting::NdcgLoss2PlusPlus { mu: c.mu },
-                LambdaScheme::LabelDifference => LambdaWeighting::LabelDifference,
-                LambdaScheme::SquaredLabelDifference => LambdaWeighting::SquaredLabelDifference,
+                WeighingScheme::None => LambdaWeighting::Uniform,
+                WeighingScheme::NdcgLoss1 => LambdaWeighting::NdcgLoss1,
+                WeighingScheme::NdcgLoss2 => LambdaWeighting::NdcgLoss2,
+                WeighingScheme::LambdaRank => LambdaWeighting::LambdaRank,
+                WeighingScheme::NdcgLoss2Pp => LambdaWeighting::NdcgLoss2PlusPlus { mu: c.mu },
+                WeighingScheme::LabelDifference => LambdaWeighting::LabelDifference,
+                WeighingScheme::SquaredLabelDifference => LambdaWeighting::SquaredLabelDifference,
             },
             k: c.k.map(|k| k as usize),
             sigma: c.sigma,
             reduction: match c.reduction {
-                PairReduction::Sum => Reduction::Sum,
-                PairReduction::Mean => Reduction::Mean,
+                config::Reduction::Sum => Reduction::Sum,
+                config::Reduction::Mean => Reduction::Mean,
             },
-            binary_log: c.reduction_log == LogBase::Binary,
+            binary_log: c.reduction_log == ReductionLog::Binary,
         }),
-        TrainingHookConfig::ApproxNdcg(c) => Box::new(ApproxNdcg {
+        AnyTrainingHook::ApproxNdcgLoss(c) => Box::new(ApproxNdcg {
             weight: c.weight,
             alpha: c.alpha,
         }),
-        TrainingHookConfig::NeuralNdcg(c) => Box::new(NeuralNdcg {
+        AnyTrainingHook::NeuralNdcgLoss(c) => Box::new(NeuralNdcg {
             weight: c.weight,
             temperature: c.temperature,
             powered_relevancies: c.powered_relevancies,
@@ -56,29 +56,31 @@ pub fn listwise_loss(hook: &TrainingHookConfig) -> Option<Box<dyn ListwiseLoss>>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{LambdaLossConfig, NeuralNdcgLossConfig, WeightOnly};
+    use crate::config::{LambdaLossConfig, NeuralNdcgLossConfig, PairwiseCrossEntropyLossConfig};
 
     #[test]
     fn configurations_build_their_losses() {
-        let lambda = TrainingHookConfig::Lambda(LambdaLossConfig {
+        let lambda = AnyTrainingHook::LambdaLoss(LambdaLossConfig {
             weight: 0.5,
-            weighing_scheme: LambdaScheme::NdcgLoss2PlusPlus,
+            weighing_scheme: WeighingScheme::NdcgLoss2Pp,
             k: Some(5),
             sigma: 1.0,
             mu: 10.0,
-            reduction: PairReduction::Sum,
-            reduction_log: LogBase::Binary,
+            reduction: config::Reduction::Sum,
+            reduction_log: ReductionLog::Binary,
         });
         let built = listwise_loss(&lambda).unwrap();
         assert_eq!((built.name(), built.weight()), ("list-lambdaloss", 0.5));
-        let neural = TrainingHookConfig::NeuralNdcg(NeuralNdcgLossConfig {
+        let neural = AnyTrainingHook::NeuralNdcgLoss(NeuralNdcgLossConfig {
             weight: 1.0,
             temperature: 2.0,
             powered_relevancies: true,
             k: None,
         });
         assert_eq!(listwise_loss(&neural).unwrap().name(), "list-neural-ndcg");
-        let other = TrainingHookConfig::PairwiseCrossEntropy(WeightOnly { weight: 1.0 });
+        let other = AnyTrainingHook::PairwiseCrossEntropyLoss(PairwiseCrossEntropyLossConfig {
+            weight: 1.0,
+        });
         assert!(listwise_loss(&other).is_none());
     }
 }

@@ -1,3 +1,6 @@
+//! A Hugging Face directory's config.json read into [`EncoderSettings`]: the encoder family
+//! ([`Architecture`]), sizes and activation, whatever names each family uses for them.
+
 use std::path::Path;
 
 use serde::Deserialize;

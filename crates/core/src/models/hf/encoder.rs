@@ -1,3 +1,6 @@
+//! The base model of a Hugging Face encoder over tch ([`Encoder`]): embeddings, post-norm
+//! layers and optional pooler, loaded under Hugging Face names, with first-token and mean pooling.
+
 use tch::{Kind, Tensor};
 
 use super::config::{Activation, Architecture, EncoderSettings};

@@ -1,10 +1,13 @@
+//! [`save_hf_directories`]: a trained cross-encoder or bi-encoder written as Hugging Face
+//! directories that `transformers` loads, with the source's tokenizer files.
+
 use std::path::Path;
 
 use serde_json::{json, Value};
 use tch::Tensor;
 
 use super::config::{Architecture, EncoderSettings};
-use crate::config::{HfEncoderConfig, ModelConfig};
+use crate::config::{AnyModule, HfEncoderConfig};
 use crate::models::Model;
 use crate::{Error, Result};
 
@@ -134,8 +137,8 @@ fn write_directory(
 ///
 /// # Errors
 /// [`Error::Config`] for other models or an existing `out`; [`Error::Io`] or a libtorch error.
-pub fn save_hf_directories(model: &dyn Model, config: &ModelConfig, out: &Path) -> Result<()> {
-    if let ModelConfig::Sigmoid(c) = config {
+pub fn save_hf_directories(model: &dyn Model, config: &AnyModule, out: &Path) -> Result<()> {
+    if let AnyModule::SigmoidOutput(c) = config {
         // The directory holds the wrapped model, whose logits the sigmoid reads.
         return save_hf_directories(model, &c.model, out);
     }
@@ -147,8 +150,8 @@ pub fn save_hf_directories(model: &dyn Model, config: &ModelConfig, out: &Path) 
     }
     let partial = crate::fsutil::temporary_sibling(out);
     let written = match config {
-        ModelConfig::CrossEncoder(c) => write_directory(model, &c.encoder, "", true, &partial),
-        ModelConfig::BiEncoder(c) => match &c.query_encoder {
+        AnyModule::CrossEncoder(c) => write_directory(model, &c.encoder, "", true, &partial),
+        AnyModule::BiEncoder(c) => match &c.query_encoder {
             None => write_directory(model, &c.encoder, "", false, &partial),
             Some(q) => {
                 write_directory(model, q, "query.", false, &partial.join("query")).and_then(|()| {

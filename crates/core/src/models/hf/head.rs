@@ -1,3 +1,6 @@
+//! [`Head`]: the sequence-classification head of a Hugging Face encoder, per family, read from
+//! the weights when they hold one for the label count, else freshly initialised.
+
 use tch::Tensor;
 
 use super::config::Architecture;

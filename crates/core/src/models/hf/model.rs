@@ -1,3 +1,6 @@
+//! Hugging Face models under the names transformers saves: a base encoder ([`HfEncoderModel`])
+//! and an encoder with a sequence-classification head ([`HfSequenceClassifier`]).
+
 use std::path::Path;
 
 use tch::Tensor;

@@ -1,3 +1,6 @@
+//! The text scorers over Hugging Face encoders, [`CrossEncoder`] and [`BiEncoder`], and their
+//! [`text_encoding`] (tokenizers, `max_length` checked against the position table).
+
 use std::path::Path;
 use std::sync::Arc;
 
@@ -90,25 +93,25 @@ fn tokenizer(encoder: &HfEncoderConfig, max_length: i64, path: &str) -> Result<A
 /// [`Error::Config`] for a missing directory; [`Error::Checkpoint`] for a missing or bad
 /// tokenizer.json.
 pub fn text_encoding(
-    config: &crate::config::ModelConfig,
+    config: &crate::config::AnyModule,
     path: &str,
 ) -> Result<Option<TextEncoding>> {
-    use crate::config::ModelConfig;
+    use crate::config::AnyModule;
     Ok(match config {
-        ModelConfig::CrossEncoder(c) => Some(TextEncoding::Pairs(tokenizer(
+        AnyModule::CrossEncoder(c) => Some(TextEncoding::Pairs(tokenizer(
             &c.encoder,
-            c.max_length,
+            c.max_length as i64,
             &format!("{path}.encoder"),
         )?)),
-        ModelConfig::BiEncoder(c) => {
-            let document = tokenizer(&c.encoder, c.max_length, &format!("{path}.encoder"))?;
+        AnyModule::BiEncoder(c) => {
+            let document = tokenizer(&c.encoder, c.max_length as i64, &format!("{path}.encoder"))?;
             let query = match &c.query_encoder {
-                Some(q) => tokenizer(q, c.max_length, &format!("{path}.query_encoder"))?,
+                Some(q) => tokenizer(q, c.max_length as i64, &format!("{path}.query_encoder"))?,
                 None => document.clone(),
             };
             Some(TextEncoding::Separate { query, document })
         }
-        ModelConfig::Sigmoid(c) => text_encoding(&c.model, &format!("{path}.model"))?,
+        AnyModule::SigmoidOutput(c) => text_encoding(&c.model, &format!("{path}.model"))?,
         _ => None,
     })
 }
@@ -132,7 +135,7 @@ impl CrossEncoder {
     /// positions; [`Error::Checkpoint`] for bad files.
     pub fn new(config: &CrossEncoderConfig, rng: &mut Rng, path: &str) -> Result<Self> {
         let dir = directory(&config.encoder, &format!("{path}.encoder"))?;
-        let settings = checked_settings(dir, config.max_length, path)?;
+        let settings = checked_settings(dir, config.max_length as i64, path)?;
         let weights = HfWeights::read(dir, settings.architecture.base_prefix())?;
         Ok(CrossEncoder {
             model: HfSequenceClassifier::from_weights(&settings, &weights, 1, rng)?,
@@ -214,14 +217,14 @@ impl BiEncoder {
         let document = read_encoder(
             &config.encoder,
             if separate { "document" } else { "" },
-            config.max_length,
+            config.max_length as i64,
             path,
             "encoder",
         )?;
         let query = config
             .query_encoder
             .as_ref()
-            .map(|q| read_encoder(q, "query", config.max_length, path, "query_encoder"))
+            .map(|q| read_encoder(q, "query", config.max_length as i64, path, "query_encoder"))
             .transpose()?;
         Ok(BiEncoder {
             document,

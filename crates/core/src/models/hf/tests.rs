@@ -359,7 +359,7 @@ fn strs(v: &[String]) -> Vec<&str> {
 /// Trains `model` on topic triplets, then scores held-out ones with the learned weights; the
 /// run's validation listener must have measured the same accuracy and truncation on them.
 fn held_out_accuracy(model_json: &str, lr: f64) -> (Vec<f64>, f64, Vec<String>) {
-    use crate::config::{parse_learner, ModelConfig};
+    use crate::config::{parse_learner, AnyModule};
     use crate::learner::{learn, NoObserver};
     let dir = scratch_dir();
     let train = write_text_triplets(&dir, 400, 1, false);
@@ -374,7 +374,7 @@ fn held_out_accuracy(model_json: &str, lr: f64) -> (Vec<f64>, f64, Vec<String>) 
     .unwrap();
     let losses: Vec<f64> = out.epochs.iter().map(|e| e.loss).collect();
 
-    let model_config: ModelConfig = serde_json::from_str(model_json).unwrap();
+    let model_config: AnyModule = serde_json::from_str(model_json).unwrap();
     let mut model = crate::models::build(&model_config, &mut Rng::new(9), "model").unwrap();
     crate::models::load_weights(
         model.as_ref(),
@@ -480,7 +480,7 @@ fn positives_and_negatives_score_together_as_apart() {
                 encoder_json(name)
             ),
         ] {
-            let config: crate::config::ModelConfig = serde_json::from_str(&model_json).unwrap();
+            let config: crate::config::AnyModule = serde_json::from_str(&model_json).unwrap();
             let mut model = crate::models::build(&config, &mut Rng::new(1), "model").unwrap();
             model.set_training(false);
             let encoding = text_encoding(&config, "model").unwrap().unwrap();
@@ -540,7 +540,7 @@ fn text_models_refuse_other_inputs_and_missing_directories() {
 /// config.json; at the bound, the longest pairs and texts, cut to it, are scored.
 #[test]
 fn max_length_beyond_the_position_table_is_refused_when_the_model_opens() {
-    use crate::config::ModelConfig;
+    use crate::config::AnyModule;
     // Every fixture has 64 positions for tokens: RoBERTa's 66 count from the padding id 1 + 1.
     let long = "many more things of detail and ".repeat(30);
     let bi = r#","pooling":"mean","normalize":false,"similarity":"dot""#;
@@ -553,7 +553,7 @@ fn max_length_beyond_the_position_table_is_refused_when_the_model_opens() {
                     encoder_json(name)
                 )
             };
-            let config: ModelConfig = serde_json::from_str(&json(65)).unwrap();
+            let config: AnyModule = serde_json::from_str(&json(65)).unwrap();
             let Err(err) = crate::models::build(&config, &mut Rng::new(1), "learner.model") else {
                 panic!("{name} {kind}: max_length 65 accepted");
             };
@@ -567,7 +567,7 @@ fn max_length_beyond_the_position_table_is_refused_when_the_model_opens() {
                 "{name} {kind}: {message}"
             );
 
-            let config: ModelConfig = serde_json::from_str(&json(64)).unwrap();
+            let config: AnyModule = serde_json::from_str(&json(64)).unwrap();
             let mut model = crate::models::build(&config, &mut Rng::new(1), "model").unwrap();
             model.set_training(false);
             let encoding = text_encoding(&config, "model").unwrap().unwrap();
@@ -602,7 +602,7 @@ fn max_length_beyond_the_position_table_is_refused_when_the_model_opens() {
         encoder_json("bert"),
         short.display()
     );
-    let config: ModelConfig = serde_json::from_str(&json).unwrap();
+    let config: AnyModule = serde_json::from_str(&json).unwrap();
     let Err(err) = crate::models::build(&config, &mut Rng::new(1), "learner.model") else {
         panic!("max_length 48 accepted with a query encoder of 32 positions");
     };

@@ -1,3 +1,6 @@
+//! [`HfWeights`]: the tensors of a Hugging Face directory (one safetensors file or its shards),
+//! looked up by name with or without the base model's prefix, read as float32.
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 

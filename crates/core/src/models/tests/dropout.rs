@@ -127,7 +127,7 @@ fn an_interrupted_run_resumes_with_the_same_masks() {
 
 #[test]
 fn dropout_is_on_while_training_and_off_while_evaluating() {
-    let config: ModelConfig = serde_json::from_str(DROPOUT_MLP).unwrap();
+    let config: AnyModule = serde_json::from_str(DROPOUT_MLP).unwrap();
     let mut model = build(&config, &mut Rng::new(1), "m").unwrap();
     let x = ScoreInput::Features(Tensor::ones([6, 8], (Kind::Float, Device::Cpu)));
     let generators = Rc::new(RunGenerators::new(1, 0, Device::Cpu, false).unwrap());
