@@ -225,9 +225,11 @@ const commands = {
     run("bash", ["scripts/gpu/suite.sh", "all"], python ? { ...env, PYTHON: python } : env);
   },
   async lint() {
-    // Only Node: an upward import between the core's layers fails before the slow cargo steps.
-    step("core layers");
+    // Only Node: an upward import between the core's layers, or a function grown too long,
+    // fails before the slow cargo steps.
+    step("core layers and function lengths");
     run(process.execPath, ["scripts/check-layers.mjs"]);
+    run(process.execPath, ["scripts/check-function-length.mjs"]);
     const env = await build();
     step("lint");
     run("cargo", ["fmt", "--all", "--check"], env);

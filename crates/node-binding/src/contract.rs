@@ -1,3 +1,5 @@
+//! The configuration contract, checked from TypeScript: any class read as the core reads it.
+
 use napi_derive::napi;
 use xpm_torch_core::config;
 

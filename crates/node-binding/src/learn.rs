@@ -1,3 +1,6 @@
+//! `learn()` across the binding: a training run on a thread of its own, its cancel handle, and
+//! the scoring a run's TypeScript listeners ask of its model.
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 

@@ -1,3 +1,6 @@
+//! A trained model opened from TypeScript (`loadModel`): scoring, tokenising and embedding off
+//! the JavaScript thread.
+
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 

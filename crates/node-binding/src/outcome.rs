@@ -1,3 +1,5 @@
+//! The outcome JSON every asynchronous export resolves to, errors as data.
+
 use serde_json::{json, Value};
 use xpm_torch_core::Error;
 

@@ -1,3 +1,5 @@
+//! What `xpm-torch doctor` reports of the loaded libtorch.
+
 use napi_derive::napi;
 use serde_json::json;
 

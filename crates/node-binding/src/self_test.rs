@@ -1,3 +1,5 @@
+//! Diagnostics for the binding's own tests: a panic in a training thread, one error per kind.
+
 use napi::bindgen_prelude::{Env, Object};
 use napi_derive::napi;
 use xpm_torch_core::distributed::DistributedError;

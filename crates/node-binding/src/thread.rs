@@ -1,3 +1,5 @@
+//! Jobs on threads of their own whose outcome is a Promise, a panic included.
+
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use napi::bindgen_prelude::{Env, Object};

@@ -1,3 +1,6 @@
+//! Reading a configuration document: its value rules against the schema first, then its
+//! generated types, naming the config path of the first problem.
+
 use serde::de::DeserializeOwned;
 
 use super::rules::check_value_rules;
