@@ -262,7 +262,7 @@ describe("JSON Schema export", () => {
     const learner = schema.$defs["xpm_torch.learner.Learner"]!;
     expect(learner.required).toEqual([TYPE_KEY, "random", "trainer", "model", "optimizers", "listeners"]);
     // Generated paths reach the core, filled in by the run.
-    expect(learner.properties.logpath).toEqual({ type: "string", readOnly: true });
+    expect(learner.properties.logpath).toEqual({ type: "string", readOnly: true, description: "TensorBoard logs (generated in the job directory)" });
     // A position several classes fit refers to a definition named by the class it is typed with.
     expect(learner.properties.trainer).toMatchObject({ $ref: "#/$defs/xpm_torch.trainers.Trainer" });
     expect(schema.$defs["xpm_torch.trainers.Trainer"]).toEqual({

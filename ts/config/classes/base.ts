@@ -52,7 +52,7 @@ export const RegexParametersIterator = defineConfig(
 /** Selects what another selector does not. */
 export const InverseParametersIterator = defineConfig(
   "xpm_torch.parameters.InverseParametersIterator",
-  { iterator: param(configOf(ParametersIterator)) },
+  { iterator: param(configOf(ParametersIterator)).help("The selection to invert") },
   { extends: ParametersIterator },
 );
 

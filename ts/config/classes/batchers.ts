@@ -12,13 +12,13 @@ export const PowerAdaptativeBatcher = defineConfig("xpm_torch.batchers.PowerAdap
 
 /** `xpm_torch.batchers.ProbePoint`: one `{variable: value}` point to measure memory at. */
 export const ProbePoint = defineConfig("xpm_torch.batchers.ProbePoint", {
-  values: param(dict(int((s) => s.min(1)))),
+  values: param(dict(int((s) => s.min(1)))).help("Variable name to value"),
 });
 
 /** `xpm_torch.batchers.BatchDimsProvider`: reads formula variables from batches, builds probes. */
 export const BatchDimsProvider = defineConfig(
   "xpm_torch.batchers.BatchDimsProvider",
-  { probe_dims: param(set(configOf(ProbePoint))) },
+  { probe_dims: param(set(configOf(ProbePoint))).help("Points at which memory is probed") },
   { standIn: true },
 );
 
@@ -31,7 +31,7 @@ export const UniformPacker = defineConfig("xpm_torch.batchers.UniformPacker", {}
 /** `xpm_torch.batchers.AdaptivePacker`: greedy packing, optionally heaviest records first. */
 export const AdaptivePacker = defineConfig(
   "xpm_torch.batchers.AdaptivePacker",
-  { sort_by: param(str((s) => s.min(1))).optional() },
+  { sort_by: param(str((s) => s.min(1))).optional().help("Variable to sort records by, largest first (default: unsorted)") },
   { extends: MicroBatchPacker },
 );
 
@@ -40,14 +40,14 @@ export const PredictiveBatcher = defineConfig(
   "xpm_torch.batchers.PredictiveBatcher",
   {
     formula: param(str((s) => s.min(1))).help("Cost formula, linear in coefficients"),
-    coefficient_names: param(set(str((s) => s.min(1)))),
-    variable_names: param(set(str((s) => s.min(1)))),
-    batch_size_variable: param(str((s) => s.min(1))).default("bs"),
-    memory_fraction: param(float((s) => s.gt(0).max(1))).default(0.75),
-    extra_overhead_bytes: param(int((s) => s.min(0))).default(0, { ignoreDefault: true }),
-    min_batch_size: param(int((s) => s.min(1))).default(1),
-    dims_provider: param(configOf(BatchDimsProvider)),
-    packer: param(configOf(MicroBatchPacker)).factory(() => UniformPacker.C({}), { ignoreDefault: true }),
+    coefficient_names: param(set(str((s) => s.min(1)))).help("Unknown coefficients of the formula"),
+    variable_names: param(set(str((s) => s.min(1)))).help("Input variables of the formula"),
+    batch_size_variable: param(str((s) => s.min(1))).default("bs").help("The variable that is the micro-batch size"),
+    memory_fraction: param(float((s) => s.gt(0).max(1))).default(0.75).help("Fraction of free memory the batches may use"),
+    extra_overhead_bytes: param(int((s) => s.min(0))).default(0, { ignoreDefault: true }).help("Bytes kept out of the memory budget"),
+    min_batch_size: param(int((s) => s.min(1))).default(1).help("Smallest micro-batch"),
+    dims_provider: param(configOf(BatchDimsProvider)).help("Probe points and batch dimensions"),
+    packer: param(configOf(MicroBatchPacker)).factory(() => UniformPacker.C({}), { ignoreDefault: true }).help("How outer batches are packed (default: one micro-batch size per batch)"),
   },
   {
     extends: Batcher,

@@ -11,8 +11,8 @@ import { TextRerankingDataset } from "./text.js";
 export const MlpScorer = defineConfig(
   "xpm_torch.models.MlpScorer",
   {
-    input_dim: param(int((s) => s.min(1))),
-    hidden_dims: param(list(int((s) => s.min(1)))).default([], { ignoreDefault: true }),
+    input_dim: param(int((s) => s.min(1))).help("Number of input features"),
+    hidden_dims: param(list(int((s) => s.min(1)))).default([], { ignoreDefault: true }).help("Widths of the hidden layers (ReLU between); the output layer has width 1"),
   },
   { extends: Module },
 );
@@ -20,7 +20,7 @@ export const MlpScorer = defineConfig(
 /** A linear scorer, `torch.nn.Linear(input_dim, 1)`: parameters `weight` and `bias`. */
 export const Linear = defineConfig(
   "xpm_torch.models.Linear",
-  { input_dim: param(int((s) => s.min(1))) },
+  { input_dim: param(int((s) => s.min(1))).help("Number of input features") },
   { extends: Module },
 );
 
@@ -31,9 +31,9 @@ export const Linear = defineConfig(
 export const MLP = defineConfig(
   "xpm_torch.models.MLP",
   {
-    input_dim: param(int((s) => s.min(1))),
-    hidden_dims: param(list(int((s) => s.min(1)))).default([], { ignoreDefault: true }),
-    activation: param(literal(["relu", "gelu", "tanh"])).default("relu", { ignoreDefault: true }),
+    input_dim: param(int((s) => s.min(1))).help("Number of input features"),
+    hidden_dims: param(list(int((s) => s.min(1)))).default([], { ignoreDefault: true }).help("Widths of the hidden layers; the output layer has width 1"),
+    activation: param(literal(["relu", "gelu", "tanh"])).default("relu", { ignoreDefault: true }).help("Activation after each hidden layer (gelu: exact erf form)"),
     dropout: param(float((s) => s.min(0).lt(1))).default(0, { ignoreDefault: true }).help("Dropout after each activation"),
     layer_norm: param(bool()).default(false, { ignoreDefault: true }).help("LayerNorm after each hidden linear layer"),
   },
@@ -49,8 +49,8 @@ export const EmbeddingDualEncoder = defineConfig(
   "xpm_torch.models.EmbeddingDualEncoder",
   {
     vocab_size: param(int((s) => s.min(2))).help("Token ids are below this; 0 is padding"),
-    dim: param(int((s) => s.min(1))),
-    similarity: param(literal(["dot", "cosine"])).default("dot", { ignoreDefault: true }),
+    dim: param(int((s) => s.min(1))).help("Embedding width"),
+    similarity: param(literal(["dot", "cosine"])).default("dot", { ignoreDefault: true }).help("The score: dot product or cosine similarity"),
   },
   { extends: Module },
 );
@@ -64,9 +64,9 @@ export const DRMM = defineConfig(
   "xpm_torch.models.DRMM",
   {
     vocab_size: param(int((s) => s.min(2))).help("Token ids are below this; 0 is padding"),
-    dim: param(int((s) => s.min(1))),
-    bins: param(int((s) => s.min(2))).default(30, { ignoreDefault: true }),
-    hidden_dims: param(list(int((s) => s.min(1)))).default([5], { ignoreDefault: true }),
+    dim: param(int((s) => s.min(1))).help("Embedding width"),
+    bins: param(int((s) => s.min(2))).default(30, { ignoreDefault: true }).help("Histogram bins over cosine similarity in [-1, 1]; the last holds exact matches"),
+    hidden_dims: param(list(int((s) => s.min(1)))).default([5], { ignoreDefault: true }).help("Hidden widths of the feed-forward network over each histogram (tanh between)"),
   },
   { extends: Module },
 );
@@ -82,12 +82,12 @@ export const TransformerCrossEncoder = defineConfig(
   "xpm_torch.models.TransformerCrossEncoder",
   {
     vocab_size: param(int((s) => s.min(2))).help("Token ids are below this; 0 is padding"),
-    dim: param(int((s) => s.min(1))),
-    heads: param(int((s) => s.min(1))),
-    layers: param(int((s) => s.min(1))),
-    ffn_dim: param(int((s) => s.min(1))),
+    dim: param(int((s) => s.min(1))).help("Model width"),
+    heads: param(int((s) => s.min(1))).help("Attention heads (divides dim)"),
+    layers: param(int((s) => s.min(1))).help("Encoder layers"),
+    ffn_dim: param(int((s) => s.min(1))).help("Width of each layer's feed-forward network"),
     max_length: param(int((s) => s.min(4))).help("Longest input, special tokens included; documents are truncated"),
-    dropout: param(float((s) => s.min(0).lt(1))).default(0.1, { ignoreDefault: true }),
+    dropout: param(float((s) => s.min(0).lt(1))).default(0.1, { ignoreDefault: true }).help("Dropout probability"),
   },
   {
     extends: Module,
@@ -107,7 +107,7 @@ export const TorchScriptModel = defineConfig(
   {
     id: param(str((s) => s.min(1))).help("What the model is: paths never enter identifiers"),
     path: meta(path()).help("The .pt file"),
-    input: param(literal(["features", "text"])),
+    input: param(literal(["features", "text"])).help("What forward takes: a feature matrix, or token ids and lengths"),
   },
   { extends: Module },
 );
@@ -118,10 +118,10 @@ export const SyntheticLtrDataset = defineConfig(
   {
     signal_seed: param(int((s) => s.min(0))).help("Seed of the hidden weight: datasets sharing it share the signal"),
     seed: param(int((s) => s.min(0))).help("Seed of the documents and noise"),
-    num_queries: param(int((s) => s.min(1))),
-    docs_per_query: param(int((s) => s.min(1))),
-    num_features: param(int((s) => s.min(1))),
-    noise: param(float((s) => s.min(0))).default(0.5, { ignoreDefault: true }),
+    num_queries: param(int((s) => s.min(1))).help("Number of queries"),
+    docs_per_query: param(int((s) => s.min(1))).help("Documents per query"),
+    num_features: param(int((s) => s.min(1))).help("Feature dimension"),
+    noise: param(float((s) => s.min(0))).default(0.5, { ignoreDefault: true }).help("Standard deviation of the noise added to w·x before grading"),
   },
   { extends: SampleIterator },
 );
@@ -149,7 +149,7 @@ export const InMemoryLtrDataset = defineConfig(
   "xpm_torch.data.InMemoryLtrDataset",
   {
     id: param(str((s) => s.min(1))).help("What the data is"),
-    num_features: param(int((s) => s.min(1))),
+    num_features: param(int((s) => s.min(1))).help("Feature dimension"),
   },
   { extends: SampleIterator, standIn: true },
 );
@@ -164,14 +164,14 @@ const rankedDataset = () =>
 /** Preference pairs (a more and a less relevant document of one query) from a dataset. */
 export const PairwiseSampler = defineConfig(
   "xpm_torch.samplers.PairwiseSampler",
-  { dataset: param(ltrDataset()) },
+  { dataset: param(ltrDataset()).help("The documents and their grades") },
   { extends: Sampler },
 );
 
 /** Every document of a dataset with its relevance (grade / top grade): pointwise records. */
 export const PointwiseSampler = defineConfig(
   "xpm_torch.samplers.PointwiseSampler",
-  { dataset: param(ltrDataset()) },
+  { dataset: param(ltrDataset()).help("The documents and their grades") },
   { extends: Sampler },
 );
 
@@ -182,7 +182,7 @@ export const PointwiseSampler = defineConfig(
 export const BatchwiseSampler = defineConfig(
   "xpm_torch.samplers.BatchwiseSampler",
   {
-    dataset: param(ltrDataset()),
+    dataset: param(ltrDataset()).help("The documents and their grades"),
     group_size: param(int((s) => s.min(2))).default(8, { ignoreDefault: true }).help("Documents per query group"),
   },
   { extends: Sampler },
@@ -198,7 +198,7 @@ export const BatchwiseSampler = defineConfig(
 export const SlateSampler = defineConfig(
   "xpm_torch.samplers.SlateSampler",
   {
-    dataset: param(rankedDataset()),
+    dataset: param(rankedDataset()).help("The queries and their graded documents"),
     slate_length: param(int((s) => s.min(2))).default(64, { ignoreDefault: true }).help("Most documents per slate"),
   },
   { extends: Sampler },
@@ -228,12 +228,12 @@ export const TokenTripletFile = defineConfig(
 export const SyntheticTokenTriplets = defineConfig(
   "xpm_torch.data.SyntheticTokenTriplets",
   {
-    seed: param(int((s) => s.min(0))),
-    num_triplets: param(int((s) => s.min(1))),
-    vocab_size: param(int((s) => s.min(16))).default(1000, { ignoreDefault: true }),
-    query_length: param(int((s) => s.min(1))).default(4, { ignoreDefault: true }),
-    min_length: param(int((s) => s.min(1))).default(16, { ignoreDefault: true }),
-    max_length: param(int((s) => s.min(1))).default(128, { ignoreDefault: true }),
+    seed: param(int((s) => s.min(0))).help("Seed of the triplets"),
+    num_triplets: param(int((s) => s.min(1))).help("Number of triplets"),
+    vocab_size: param(int((s) => s.min(16))).default(1000, { ignoreDefault: true }).help("Token ids are below this; 0 is padding"),
+    query_length: param(int((s) => s.min(1))).default(4, { ignoreDefault: true }).help("Longest query"),
+    min_length: param(int((s) => s.min(1))).default(16, { ignoreDefault: true }).help("Shortest document"),
+    max_length: param(int((s) => s.min(1))).default(128, { ignoreDefault: true }).help("Longest document"),
   },
   {
     extends: TokenTriplets,
@@ -248,7 +248,7 @@ export const SyntheticTokenTriplets = defineConfig(
 /** (query, positive, negative) token-id triplets in a fresh random order each pass. */
 export const TokenTripletSampler = defineConfig(
   "xpm_torch.samplers.TokenTripletSampler",
-  { triplets: param(configOf(TokenTriplets)) },
+  { triplets: param(configOf(TokenTriplets)).help("Where the triplets come from") },
   { extends: Sampler },
 );
 
@@ -264,13 +264,15 @@ export const RANK_METRIC = /^(pairwise_accuracy|map|(mrr|ndcg|err)(@[1-9][0-9]*)
 export const RankingValidationListener = defineConfig(
   "xpm_torch.listeners.RankingValidationListener",
   {
-    dataset: param(rankedDataset()),
-    metrics: param(dict(bool())).default({ "ndcg@10": true, mrr: false, pairwise_accuracy: false }, { ignoreDefault: true }),
-    warmup: param(int((s) => s.min(-1))).default(-1, { ignoreDefault: true }),
-    validation_interval: param(int((s) => s.min(1))).default(1, { ignoreDefault: true }),
-    early_stop: param(int((s) => s.min(0))).default(0, { ignoreDefault: true }),
-    bestpath: generated("best"),
-    info: generated("info.json"),
+    dataset: param(rankedDataset()).help("The held-out data"),
+    metrics: param(dict(bool()))
+      .default({ "ndcg@10": true, mrr: false, pairwise_accuracy: false }, { ignoreDefault: true })
+      .help("Metric name to whether its best model is kept under bestpath"),
+    warmup: param(int((s) => s.min(-1))).default(-1, { ignoreDefault: true }).help("Epochs before best models are tracked (-1: from the start)"),
+    validation_interval: param(int((s) => s.min(1))).default(1, { ignoreDefault: true }).help("Epochs between validations"),
+    early_stop: param(int((s) => s.min(0))).default(0, { ignoreDefault: true }).help("Epochs without improvement of a kept metric before stopping (0: never)"),
+    bestpath: generated("best").help("Best models (generated)"),
+    info: generated("info.json").help("Metric values per epoch (generated)"),
   },
   {
     extends: LearnerListener,

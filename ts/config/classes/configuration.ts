@@ -32,14 +32,14 @@ export const STRATEGIES = ["auto", "ddp"] as const;
 export const FabricConfiguration = defineConfig(
   "xpm_torch.configuration.FabricConfiguration",
   {
-    precision: param(literal(PRECISIONS)).default("32-true", { ignoreDefault: true }),
-    torch_fp32_precision: param(literal(["highest", "high", "medium"])).optional(),
-    num_nodes: meta(int((s) => s.min(1))).default(1),
-    devices: meta(str((s) => s.min(1))).default("auto"),
+    precision: param(literal(PRECISIONS)).default("32-true", { ignoreDefault: true }).help("32-true, 16-mixed, bf16-mixed, ... (Lightning's spellings)"),
+    torch_fp32_precision: param(literal(["highest", "high", "medium"])).optional().help("Precision of float32 matrix products"),
+    num_nodes: meta(int((s) => s.min(1))).default(1).help("Number of nodes"),
+    devices: meta(str((s) => s.min(1))).default("auto").help("Devices per node"),
     strategy: meta(literal(STRATEGIES)).default("auto").help('"auto": ddp for several devices or nodes (as Lightning), else one process; "ddp"'),
-    accelerator: meta(literal(["auto", "cpu", "cuda", "gpu"])).default("auto"),
-    num_threads: meta(int((s) => s.min(1))).optional(),
-    deterministic: meta(bool()).optional(),
+    accelerator: meta(literal(["auto", "cpu", "cuda", "gpu"])).default("auto").help("Device kind (gpu: the same as cuda)"),
+    num_threads: meta(int((s) => s.min(1))).optional().help("Intra-op CPU threads (default: OMP_NUM_THREADS, else half the CPUs)"),
+    deterministic: meta(bool()).optional().help("Whether libtorch uses only deterministic algorithms"),
   },
   {
     extends: FabricConfigurationBase,

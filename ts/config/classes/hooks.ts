@@ -37,7 +37,7 @@ export const GradientClippingHook = defineConfig(
   "xpm_torch.optim.GradientClippingHook",
   {
     max_norm: param(float((s) => s.gt(0))).help("Largest global L2 norm of the gradients"),
-    version: constant(str(), "1"),
+    version: constant(str(), "1").help("The hook's version (a constant of the Python class)"),
   },
   { extends: Hook },
 );
@@ -45,6 +45,6 @@ export const GradientClippingHook = defineConfig(
 /** `xpm_torch.optim.GradientLogHook`: logs the gradient size each step. */
 export const GradientLogHook = defineConfig(
   "xpm_torch.optim.GradientLogHook",
-  { name: param(str((s) => s.min(1))).default("gradient_norm", { ignoreDefault: true }) },
+  { name: param(str((s) => s.min(1))).default("gradient_norm", { ignoreDefault: true }).help("The TensorBoard tag") },
   { extends: Hook },
 );

@@ -15,7 +15,7 @@ export const LearnerListener = defineConfig(
 
 /** `xpm_torch.learner.CheckpointSettings`: selects the checkpoint of one epoch. */
 export const CheckpointSettings = defineConfig("xpm_torch.learner.CheckpointSettings", {
-  epoch: param(int((s) => s.min(0))).optional(),
+  epoch: param(int((s) => s.min(0))).optional().help("The epoch of the checkpoint"),
 });
 
 /** `xpm_torch.learner.Strategy`. */
@@ -28,15 +28,15 @@ export const Learner = defineConfig(
     random: param(configOf(Random)).help("The random generator"),
     trainer: param(configOf(Trainer)).help("Specifies how to train the model"),
     model: param(configOf(Module)).help("Defines the model to be learned"),
-    max_epochs: param(int((s) => s.min(1))).default(1000, { ignoreDefault: true }),
-    steps_per_epoch: param(int((s) => s.min(1))).default(128, { ignoreDefault: true }),
-    optimizers: param(list(configOf(ParameterOptimizer))),
-    listeners: param(list(configOf(LearnerListener))),
-    checkpoint_interval: meta(int((s) => s.min(1))).default(1),
-    logpath: generated("runs"),
-    checkpointspath: generated("checkpoints"),
-    hooks: param(list(configOf(Hook))).default([], { ignoreDefault: true }),
-    fabric_config: param(configOf(FabricConfiguration)).factory(() => FabricConfiguration.C({})),
+    max_epochs: param(int((s) => s.min(1))).default(1000, { ignoreDefault: true }).help("Number of epochs"),
+    steps_per_epoch: param(int((s) => s.min(1))).default(128, { ignoreDefault: true }).help("Steps (optimizer updates) per epoch"),
+    optimizers: param(list(configOf(ParameterOptimizer))).help("Parameter optimizers; the first whose selection claims a parameter owns it"),
+    listeners: param(list(configOf(LearnerListener))).help("Called after every epoch (validation, metrics)"),
+    checkpoint_interval: meta(int((s) => s.min(1))).default(1).help("Epochs between checkpoints"),
+    logpath: generated("runs").help("TensorBoard logs (generated in the job directory)"),
+    checkpointspath: generated("checkpoints").help("Checkpoints (generated in the job directory)"),
+    hooks: param(list(configOf(Hook))).default([], { ignoreDefault: true }).help("Learner-level hooks (gradient clipping, logging)"),
+    fabric_config: param(configOf(FabricConfiguration)).factory(() => FabricConfiguration.C({})).help("Precision and devices"),
     checkpoint_keep: meta(int((s) => s.min(1)))
       .optional()
       .help("Epoch checkpoints kept besides the listeners' best epochs (default: all)"),

@@ -23,7 +23,11 @@ export const ListMLELoss = defineConfig("xpm_torch.losses.listwise.ListMLELoss",
  */
 export const RankNetLoss = defineConfig(
   "xpm_torch.losses.listwise.RankNetLoss",
-  { weighting: param(literal(["none", "label_difference", "squared_label_difference"])).default("none", { ignoreDefault: true }) },
+  {
+    weighting: param(literal(["none", "label_difference", "squared_label_difference"]))
+      .default("none", { ignoreDefault: true })
+      .help("Pair weight for labels y_i > y_j: 1, y_i − y_j or y_i² − y_j²"),
+  },
   { extends: ListwiseLoss },
 );
 
@@ -37,12 +41,14 @@ export const LambdaLoss = defineConfig(
   {
     weighing_scheme: param(
       literal(["none", "lambdaRank", "ndcgLoss1", "ndcgLoss2", "ndcgLoss2PP", "label_difference", "squared_label_difference"]),
-    ).default("none", { ignoreDefault: true }),
+    )
+      .default("none", { ignoreDefault: true })
+      .help("The pair weights (allRank's weighing schemes)"),
     k: param(int((s) => s.min(1))).optional().help("Pairs within the first k predicted positions only (default: all)"),
     sigma: param(positive()).default(1.0, { ignoreDefault: true }).help("Scale of score differences"),
     mu: param(positive()).default(10.0, { ignoreDefault: true }).help("Weight of NDCG-Loss2 in NDCG-Loss2++"),
-    reduction: param(literal(["sum", "mean"])).default("sum", { ignoreDefault: true }),
-    reduction_log: param(literal(["binary", "natural"])).default("binary", { ignoreDefault: true }),
+    reduction: param(literal(["sum", "mean"])).default("sum", { ignoreDefault: true }).help("Pair losses summed or averaged over the batch"),
+    reduction_log: param(literal(["binary", "natural"])).default("binary", { ignoreDefault: true }).help("Base of the logarithm of the pair losses: 2 or e"),
   },
   { extends: ListwiseLoss },
 );

@@ -14,7 +14,7 @@ import { ValidationSettings } from "./validation.js";
 export const ModuleLoader = defineConfig("xpm_torch.module.SimpleModuleLoader", {
   value: param(configOf(Module)).help("The model"),
   path: param(path()).help("Its weights (safetensors)"),
-  settings: param(configUnion("LoaderSettings", CheckpointSettings, ValidationSettings)).optional(),
+  settings: param(configUnion("LoaderSettings", CheckpointSettings, ValidationSettings)).optional().help("Which saved model it is: a checkpoint's or a listener's best"),
 });
 
 /**

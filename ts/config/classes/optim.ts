@@ -12,19 +12,29 @@ const beta = () => float((s) => s.min(0).lt(1));
 export const Optimizer = defineConfig("xpm_torch.optim.Optimizer", {}, { abstract: true });
 
 /** `xpm_torch.optim.SGD` (no momentum). */
-export const SGD = defineConfig("xpm_torch.optim.SGD", { lr: lr(1e-5), weight_decay: decay(0) }, { extends: Optimizer });
+export const SGD = defineConfig("xpm_torch.optim.SGD", { lr: lr(1e-5).help("Learning rate"), weight_decay: decay(0).help("L2 penalty") }, { extends: Optimizer });
 
 /** `xpm_torch.optim.Adam`: coupled L2 weight decay, as `torch.optim.Adam`. */
 export const Adam = defineConfig(
   "xpm_torch.optim.Adam",
-  { lr: lr(1e-3), weight_decay: decay(0), eps: eps(), betas: param(list(beta(), { length: 2 })).default([0.9, 0.999], { ignoreDefault: true }) },
+  {
+    lr: lr(1e-3).help("Learning rate"),
+    weight_decay: decay(0).help("L2 penalty, added to the gradients"),
+    eps: eps().help("Added to the denominator for numerical stability"),
+    betas: param(list(beta(), { length: 2 })).default([0.9, 0.999], { ignoreDefault: true }).help("Coefficients of the running averages of the gradient and its square"),
+  },
   { extends: Optimizer },
 );
 
 /** `xpm_torch.optim.AdamW`: decoupled weight decay. */
 export const AdamW = defineConfig(
   "xpm_torch.optim.AdamW",
-  { lr: lr(1e-3), weight_decay: decay(1e-2), eps: eps(), betas: param(list(beta(), { length: 2 })).default([0.9, 0.999], { ignoreDefault: true }) },
+  {
+    lr: lr(1e-3).help("Learning rate"),
+    weight_decay: decay(1e-2).help("Decoupled weight decay, scaled by the learning rate"),
+    eps: eps().help("Added to the denominator for numerical stability"),
+    betas: param(list(beta(), { length: 2 })).default([0.9, 0.999], { ignoreDefault: true }).help("Coefficients of the running averages of the gradient and its square"),
+  },
   { extends: Optimizer },
 );
 
@@ -40,7 +50,7 @@ export const Adafactor = defineConfig(
   "xpm_torch.optim.Adafactor",
   {
     lr: param(float((s) => s.gt(0))).optional().help("A fixed learning rate (needs relative_step: false)"),
-    weight_decay: decay(0),
+    weight_decay: decay(0).help("L2 penalty, scaled by the step size"),
     relative_step: param(bool()).default(true, { ignoreDefault: true }).help("Step sizes from the step count instead of lr"),
     eps: param(list(float((s) => s.min(0)), { length: 2 })).default([1e-30, 1e-3], { ignoreDefault: true }).help("Added to squared gradients; floor of a parameter's scale"),
     clip_threshold: param(float((s) => s.gt(0))).default(1, { ignoreDefault: true }).help("Largest root mean square of an update"),
@@ -67,14 +77,17 @@ const warmup = () => param(int((s) => s.min(0))).help("Number of warmup steps");
 /** `xpm_torch.schedulers.LinearWithWarmup`: linear warmup, then linear decay to `min_factor`. */
 export const LinearWithWarmup = defineConfig(
   "xpm_torch.schedulers.LinearWithWarmup",
-  { num_warmup_steps: warmup(), min_factor: param(float((s) => s.min(0))).default(0, { ignoreDefault: true }) },
+  {
+    num_warmup_steps: warmup(),
+    min_factor: param(float((s) => s.min(0))).default(0, { ignoreDefault: true }).help("Sets the floor of the decay, min_factor / (1 + min_factor)"),
+  },
   { extends: Scheduler },
 );
 
 /** `xpm_torch.schedulers.CosineWithWarmup`: linear warmup, then cosine decay. */
 export const CosineWithWarmup = defineConfig(
   "xpm_torch.schedulers.CosineWithWarmup",
-  { num_warmup_steps: warmup(), num_cycles: param(float((s) => s.gt(0))).default(0.5, { ignoreDefault: true }) },
+  { num_warmup_steps: warmup(), num_cycles: param(float((s) => s.gt(0))).default(0.5, { ignoreDefault: true }).help("Cosine cycles after warmup (0.5: a half cosine down to 0)") },
   { extends: Scheduler },
 );
 
@@ -86,7 +99,7 @@ export const LinearWithWarmupAndMaxEpochs = defineConfig(
   "xpm_torch.schedulers.LinearWithWarmupAndMaxEpochs",
   {
     num_warmup_steps: warmup(),
-    min_factor: param(float((s) => s.min(0))).default(0, { ignoreDefault: true }),
+    min_factor: param(float((s) => s.min(0))).default(0, { ignoreDefault: true }).help("Sets the floor of the decay, min_factor / (1 + min_factor)"),
     total_training_steps: param(int((s) => s.min(1))).optional().help("Steps the decay spans (default: the run's)"),
   },
   {
@@ -105,7 +118,10 @@ export const ParameterFilter = defineConfig("xpm_torch.optim.ParameterFilter", {
 /** `xpm_torch.optim.RegexParameterFilter`: regular expressions searched in parameter names. */
 export const RegexParameterFilter = defineConfig(
   "xpm_torch.optim.RegexParameterFilter",
-  { includes: param(list(str())).optional(), excludes: param(list(str())).optional() },
+  {
+    includes: param(list(str())).optional().help("Accepts the names matching any of these"),
+    excludes: param(list(str())).optional().help("Rejects the names matching any of these and no include"),
+  },
   {
     extends: ParameterFilter,
     validate(v, issue) {
@@ -125,8 +141,8 @@ export const RegexParameterFilter = defineConfig(
 
 /** `xpm_torch.optim.ParameterOptimizer`: an optimizer (and scheduler) for selected parameters. */
 export const ParameterOptimizer = defineConfig("xpm_torch.optim.ParameterOptimizer", {
-  optimizer: param(configOf(Optimizer)),
-  scheduler: param(configOf(Scheduler)).optional(),
-  module: param(configOf(Module)).optional(),
-  filter: param(configOf(ParameterFilter)).factory(() => ParameterFilter.C({})),
+  optimizer: param(configOf(Optimizer)).help("The optimizer"),
+  scheduler: param(configOf(Scheduler)).optional().help("Learning-rate schedule (default: constant)"),
+  module: param(configOf(Module)).optional().help("The module whose parameters are optimized (default: the learner's model)"),
+  filter: param(configOf(ParameterFilter)).factory(() => ParameterFilter.C({})).help("Which parameters this optimizer claims (default: all)"),
 });

@@ -26,7 +26,7 @@ const maxLength = () =>
  */
 export const CrossEncoder = defineConfig(
   "xpm_torch.models.CrossEncoder",
-  { encoder: param(configOf(HFEncoder)), max_length: maxLength() },
+  { encoder: param(configOf(HFEncoder)).help("The pretrained encoder"), max_length: maxLength() },
   { extends: Module },
 );
 
@@ -38,11 +38,11 @@ export const CrossEncoder = defineConfig(
 export const BiEncoder = defineConfig(
   "xpm_torch.models.BiEncoder",
   {
-    encoder: param(configOf(HFEncoder)),
+    encoder: param(configOf(HFEncoder)).help("The document encoder, also the query encoder unless query_encoder is set"),
     query_encoder: param(configOf(HFEncoder)).optional().help("A separate query encoder (default: encoder)"),
-    pooling: param(literal(["mean", "cls"])).default("mean", { ignoreDefault: true }),
-    normalize: param(bool()).default(true, { ignoreDefault: true }),
-    similarity: param(literal(["dot", "cosine"])).default("dot", { ignoreDefault: true }),
+    pooling: param(literal(["mean", "cls"])).default("mean", { ignoreDefault: true }).help("How hidden states become one vector: mean over real tokens, or the cls token"),
+    normalize: param(bool()).default(true, { ignoreDefault: true }).help("Whether vectors are L2-normalised before comparing"),
+    similarity: param(literal(["dot", "cosine"])).default("dot", { ignoreDefault: true }).help("The score: dot product or cosine similarity"),
     max_length: maxLength(),
   },
   { extends: Module },
@@ -73,7 +73,7 @@ export const TextTripletFile = defineConfig(
  */
 export const TextTripletSampler = defineConfig(
   "xpm_torch.samplers.TextTripletSampler",
-  { triplets: param(configOf(TextTripletFile)) },
+  { triplets: param(configOf(TextTripletFile)).help("The triplets") },
   { extends: Sampler },
 );
 
@@ -96,7 +96,7 @@ export const TextPairFile = defineConfig(
  */
 export const TextPairSampler = defineConfig(
   "xpm_torch.samplers.TextPairSampler",
-  { pairs: param(configOf(TextPairFile)) },
+  { pairs: param(configOf(TextPairFile)).help("The pairs") },
   { extends: Sampler },
 );
 
@@ -139,9 +139,9 @@ export const IdTripletFile = defineConfig("xpm_torch.data.IdTripletFile", {
 export const IdTripletSampler = defineConfig(
   "xpm_torch.samplers.IdTripletSampler",
   {
-    queries: param(configOf(TextCollection)),
-    documents: param(configOf(TextCollection)),
-    triplets: param(configOf(IdTripletFile)),
+    queries: param(configOf(TextCollection)).help("The query texts"),
+    documents: param(configOf(TextCollection)).help("The document texts"),
+    triplets: param(configOf(IdTripletFile)).help("The triplets of ids"),
   },
   { extends: Sampler },
 );
@@ -155,10 +155,10 @@ export const IdTripletSampler = defineConfig(
 export const TextRerankingDataset = defineConfig(
   "xpm_torch.data.TextRerankingDataset",
   {
-    queries: param(configOf(TextCollection)),
-    documents: param(configOf(TextCollection)),
-    qrels: param(configOf(TrecQrels)),
-    run: param(configOf(TrecRun)),
+    queries: param(configOf(TextCollection)).help("The query texts"),
+    documents: param(configOf(TextCollection)).help("The document texts"),
+    qrels: param(configOf(TrecQrels)).help("The relevance judgements"),
+    run: param(configOf(TrecRun)).help("The candidates to re-rank"),
     depth: param(int((s) => s.min(1))).optional().help("Candidates kept per query, best ranked first (default: all)"),
     batch_size: meta(int((s) => s.min(1))).optional().help("Pairs scored per forward when validating (default 64)"),
   },

@@ -26,8 +26,8 @@ function refuseValidationHooks(hooks: readonly object[], issue: Issue): void {
 export const Trainer = defineConfig(
   "xpm_torch.trainers.Trainer",
   {
-    hooks: param(list(configOf(TrainingHook))).default([], { ignoreDefault: true }),
-    model: param(configOf(Module)).optional(),
+    hooks: param(list(configOf(TrainingHook))).default([], { ignoreDefault: true }).help("Training hooks: the losses and structural hooks"),
+    model: param(configOf(Module)).optional().help("A model other than the learner's"),
   },
   { abstract: true },
 );
@@ -38,8 +38,8 @@ export const LossTrainer = defineConfig(
   {
     batcher: meta(configOf(Batcher)).factory(() => Batcher.C({})).help("How to batch samples together"),
     sampler: param(configOf(Sampler)).help("The sampler to use"),
-    batch_size: param(int((s) => s.min(1))).default(16, { ignoreDefault: true }),
-    num_workers: param(int((s) => s.min(0))).default(2, { ignoreDefault: true }),
+    batch_size: param(int((s) => s.min(1))).default(16, { ignoreDefault: true }).help("Records per batch"),
+    num_workers: param(int((s) => s.min(0))).default(2, { ignoreDefault: true }).help("Data loading workers"),
   },
   {
     extends: Trainer,
@@ -55,7 +55,7 @@ export const LossTrainer = defineConfig(
 /** `xpm_torch.trainers.multiple.MultipleTrainer`: one optimizer step over several trainers. */
 export const MultipleTrainer = defineConfig(
   "xpm_torch.trainers.multiple.MultipleTrainer",
-  { trainers: param(dict(configOf(Trainer))) },
+  { trainers: param(dict(configOf(Trainer))).help("The trainers, by scope name") },
   {
     extends: Trainer,
     validate(v, issue) {

@@ -8,7 +8,7 @@ import { LossTrainer } from "./trainers.js";
 
 /** `xpm_torch.validation.ValidationSettings`: identifies a validation checkpoint. */
 export const ValidationSettings = defineConfig("xpm_torch.validation.ValidationSettings", {
-  listener: param(configOf(LearnerListener)).optional(),
+  listener: param(configOf(LearnerListener)).optional().help("The listener"),
   key: param(str((s) => s.min(1))).help("The metric key for this validation checkpoint"),
 });
 
@@ -17,14 +17,14 @@ export const TrainerValidationLoss = defineConfig(
   "xpm_torch.trainers.validation.TrainerValidationLoss",
   {
     data: param(configOf(SampleIterator)).help("The dataset to use"),
-    batcher: meta(configOf(Batcher)).factory(() => Batcher.C({})),
+    batcher: meta(configOf(Batcher)).factory(() => Batcher.C({})).help("How to batch samples together"),
     batch_size: meta(int((s) => s.min(1))).help("Batch size"),
     trainer: param(configOf(LossTrainer)).help("The trainer"),
-    warmup: param(int((s) => s.min(-1))).default(-1, { ignoreDefault: true }),
-    bestpath: generated("best"),
-    info: generated("info.json"),
-    validation_interval: param(int((s) => s.min(1))).default(1, { ignoreDefault: true }),
-    early_stop: param(int((s) => s.min(0))).default(0, { ignoreDefault: true }),
+    warmup: param(int((s) => s.min(-1))).default(-1, { ignoreDefault: true }).help("Epochs before best models are tracked (-1: from the start)"),
+    bestpath: generated("best").help("Best models (generated)"),
+    info: generated("info.json").help("Metric values per epoch (generated)"),
+    validation_interval: param(int((s) => s.min(1))).default(1, { ignoreDefault: true }).help("Epochs between validations"),
+    early_stop: param(int((s) => s.min(0))).default(0, { ignoreDefault: true }).help("Epochs without improvement before stopping (0: never)"),
   },
   {
     extends: LearnerListener,
