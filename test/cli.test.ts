@@ -89,10 +89,13 @@ describe("learn", () => {
 
   it("on a malformed config prints the error with the file and parameter path, and exits 1", () => {
     const file = join(dir, "bad.ts");
-    writeFileSync(file, learnerModule("checkpoint_interval: -2,"));
+    const text = learnerModule("checkpoint_interval: -2,");
+    writeFileSync(file, text);
     const r = xpmTorch(["learn", file, "--workspace", join(dir, "ws")]);
     expect(r.status).toBe(1);
-    expect(r.stderr).toMatch(/^xpm-torch learn: invalid configuration: .*bad\.ts: learner\.checkpoint_interval: /m);
+    // The line of the `.C()` that refused, in the user's file.
+    const line = text.split("\n").findIndex((l) => l.includes("Learner.C(")) + 1;
+    expect(r.stderr).toMatch(new RegExp(`^xpm-torch learn: invalid configuration: .*bad\\.ts:${line}: learner\\.checkpoint_interval: `, "m"));
     expect(existsSync(join(dir, "ws"))).toBe(false);
   });
 

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync, realpathSync } from "node:fs";
 import { Module, createRequire } from "node:module";
-import { dirname, extname, join, resolve } from "node:path";
+import { dirname, extname, join, relative, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 import { TYPE_KEY, configClassOf } from "../config/class.js";
@@ -124,6 +124,27 @@ function exportsOf(module: Record<string, unknown>): Record<string, unknown> {
   return module;
 }
 
+/** This package's own code (compiled, and its sources where source maps point), whose stack frames are not the user's. */
+const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
+const OWN_CODE = ["dist", "ts"].map((d) => join(PACKAGE_ROOT, d) + "/");
+
+/**
+ * `file:line` of the user's code that raised `error` (the `.C()` call of a module), from its
+ * stack: the first frame outside this package, Node and node_modules. Undefined without one.
+ */
+export function userFrame(error: unknown, own: readonly string[] = OWN_CODE): string | undefined {
+  const stack = error instanceof Error ? error.stack ?? "" : "";
+  for (const line of stack.split("\n").slice(1)) {
+    const m = /\(?((?:file:\/\/)?\/[^()]*?):(\d+):\d+\)?$/.exec(line.trim());
+    if (!m) continue;
+    const file = m[1]!.startsWith("file://") ? fileURLToPath(m[1]!) : m[1]!;
+    if (own.some((dir) => file.startsWith(dir)) || file.includes("/node_modules/")) continue;
+    const shown = relative(process.cwd(), file);
+    return `${shown.startsWith("..") ? file : shown}:${m[2]}`;
+  }
+  return undefined;
+}
+
 /** The error's config path, when it is a ConfigError (of this copy of xpm-torch or another). */
 function configErrorPath(error: unknown): string | undefined {
   const e = error as { code?: unknown; path?: unknown } | null;
@@ -158,7 +179,8 @@ export async function loadLearnerConfig(file: string): Promise<LearnerConfig> {
     module = await importModule(path);
   } catch (error) {
     const at = configErrorPath(error);
-    if (at !== undefined) throw new ConfigError(`${file}: ${at}`, (error as Error).message.slice(at.length + 2));
+    // The line of the `.C()` that refused, in the module or a file it imports.
+    if (at !== undefined) throw new ConfigError(`${userFrame(error) ?? file}: ${at}`, (error as Error).message.slice(at.length + 2));
     throw error;
   }
   const source = exportsOf(module);

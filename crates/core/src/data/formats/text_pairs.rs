@@ -4,7 +4,9 @@
 use std::path::Path;
 
 use crate::config::TextPairFileConfig;
-use crate::data::formats::text_triplets::{is_jsonl, parse_lines, tsv_fields, LineError};
+use crate::data::formats::text_triplets::{
+    is_jsonl, json_line_error, parse_lines, tsv_fields, LineError,
+};
 use crate::data::read_utf8;
 use crate::Result;
 
@@ -77,7 +79,7 @@ struct JsonPair {
 }
 
 fn json_pair(line: &str) -> std::result::Result<Pair, LineError> {
-    let p: JsonPair = serde_json::from_str(line).map_err(|e| (e.column().max(1), e.to_string()))?;
+    let p: JsonPair = serde_json::from_str(line).map_err(|e| json_line_error(&e))?;
     let column = |name: &str| line.find(&format!("\"{name}\"")).map_or(1, |c| c + 1);
     for (text, name) in [(&p.query, "query"), (&p.document, "document")] {
         if text.trim().is_empty() {

@@ -81,6 +81,15 @@ fn parse_text_triplets(text: &str, file: &str, jsonl: bool) -> Result<TextTriple
     Ok(triplets)
 }
 
+/// A JSON line's error at its column, worded without serde's own "at line 1 column N" (the
+/// position is the error's `file:line:column`, given once).
+pub(crate) fn json_line_error(e: &serde_json::Error) -> LineError {
+    let text = e.to_string();
+    let position = format!(" at line {} column {}", e.line(), e.column());
+    let message = text.strip_suffix(&position).unwrap_or(&text);
+    (e.column().max(1), message.to_string())
+}
+
 /// `parse` of every non-blank line of `text`, its errors at `file:line:column`; a file
 /// without any `what` is an error too.
 pub(crate) fn parse_lines<T>(
@@ -149,7 +158,7 @@ struct JsonTriplet {
 
 fn json_line(line: &str) -> std::result::Result<[String; 3], LineError> {
     let t: JsonTriplet =
-        serde_json::from_str(line).map_err(|e| (e.column().max(1), e.to_string()))?;
+        serde_json::from_str(line).map_err(|e| json_line_error(&e))?;
     let fields = [t.query, t.positive, t.negative];
     for (field, name) in fields.iter().zip(FIELDS) {
         if field.trim().is_empty() {
@@ -240,6 +249,7 @@ mod tests {
             true,
         );
         assert!(err.starts_with("t.tsv:1:"), "{err}");
+        assert!(!err.contains("at line"), "one position only: {err}");
         let err = data_error("\n\n", false);
         assert!(err.contains("holds no triplet"), "{err}");
     }

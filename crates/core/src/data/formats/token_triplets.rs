@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use crate::config::{AnyTokenTriplets, SyntheticTokenTripletsConfig, TokenTripletFileConfig};
+use crate::data::formats::text_triplets::json_line_error;
 use crate::data::{read_utf8, PairwiseBatch, ScoreInput, TokenTable};
 use crate::rng::Rng;
 use crate::{Error, Result};
@@ -202,7 +203,7 @@ struct JsonTriplet {
 
 fn jsonl_line(line: &str) -> std::result::Result<[Vec<i64>; 3], LineError> {
     let parsed: JsonTriplet =
-        serde_json::from_str(line).map_err(|e| (e.column().max(1), e.to_string()))?;
+        serde_json::from_str(line).map_err(|e| json_line_error(&e))?;
     let ids = |name: &str, values: Vec<serde_json::Value>| {
         let column = line.find(&format!("\"{name}\"")).map_or(1, |c| c + 1);
         if values.is_empty() {
