@@ -10,6 +10,7 @@ import {
   FileError,
   InternalError,
   InterruptedError,
+  ModelDirectoryError,
   NonFiniteError,
   OutOfMemoryError,
   TorchError,
@@ -33,7 +34,7 @@ function crossed(): XpmTorchError[] {
 
 describe("core errors crossing the binding", () => {
   it("become their TypeScript class with every field", () => {
-    const [config, torch, oom, panic, cancelled, interrupted, io, nonFinite, checkpoint, data, callback, unsupported, env, rendezvous, collective] =
+    const [config, torch, oom, panic, cancelled, interrupted, io, nonFinite, checkpoint, data, callback, modelDirectory, unsupported, env, rendezvous, collective] =
       crossed();
     expect(config).toBeInstanceOf(ConfigError);
     expect(config).toMatchObject({ code: "ERR_CONFIG", path: "trainer.batch_size", message: "trainer.batch_size: must be at least 1" });
@@ -57,6 +58,13 @@ describe("core errors crossing the binding", () => {
     expect(data).toBeInstanceOf(DataError);
     expect(data).toMatchObject({ file: "train.txt", line: 12, column: 3, message: "train.txt:12:3: expected qid:<id>" });
     expect(callback).toBeInstanceOf(CallbackError);
+    expect(modelDirectory).toBeInstanceOf(ModelDirectoryError);
+    expect(modelDirectory).not.toBeInstanceOf(CheckpointError);
+    expect(modelDirectory).toMatchObject({
+      code: "ERR_MODEL_DIRECTORY",
+      file: "models/bert/config.json",
+      message: "model directory: models/bert/config.json: no model_type",
+    });
     expect(unsupported).toBeInstanceOf(UnsupportedError);
     expect(unsupported!.message).toBe("unsupported: autocast in Int8");
     for (const e of [env, rendezvous, collective]) expect(e).toBeInstanceOf(DistributedError);

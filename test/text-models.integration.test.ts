@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 
@@ -17,6 +17,7 @@ import {
   DataError,
   IdTripletFile,
   IdTripletSampler,
+  ModelDirectoryError,
   RankingValidationListener,
   TextCollection,
   TextRerankingDataset,
@@ -99,6 +100,23 @@ describe("pretrained text models through the binding", () => {
     await expect(learn(learner(CrossEncoder.C({ encoder: missing }), triplets), { workspace: join(dir, "ws-missing2") })).rejects.toBeInstanceOf(
       XpmTorchError,
     );
+  });
+});
+
+describe("a broken pretrained model directory", () => {
+  const dir = mkdtempSync(join(tmpdir(), "xpm-broken-model-"));
+
+  it("is a ModelDirectoryError naming the file, not a checkpoint error", async () => {
+    const broken = join(dir, "bert");
+    cpSync(TINY_BERT, broken, { recursive: true });
+    const config = JSON.parse(readFileSync(join(broken, "config.json"), "utf8")) as Record<string, unknown>;
+    delete config.model_type;
+    writeFileSync(join(broken, "config.json"), JSON.stringify(config));
+    const encoder = HFEncoder.C({ id: "broken", path: broken });
+    const failure = learn(learner(CrossEncoder.C({ encoder, max_length: 16 }), writeTriplets(dir, 8)), { workspace: join(dir, "ws") });
+    await expect(failure).rejects.toBeInstanceOf(ModelDirectoryError);
+    await expect(failure).rejects.toMatchObject({ code: "ERR_MODEL_DIRECTORY", file: join(broken, "config.json") });
+    await expect(failure).rejects.toThrow(/^model directory: .*config\.json: /);
   });
 });
 

@@ -71,6 +71,20 @@ export class CheckpointError extends XpmTorchError {
   }
 }
 
+/**
+ * A pretrained model directory (Hugging Face layout: `config.json`, `*.safetensors`,
+ * `tokenizer.json`) cannot be read, does not describe its weights, or cannot be written.
+ */
+export class ModelDirectoryError extends XpmTorchError {
+  /** The file of the directory at fault (or the directory). */
+  readonly file: string;
+
+  constructor(message: string, file: string) {
+    super("ERR_MODEL_DIRECTORY", message);
+    this.file = file;
+  }
+}
+
 /** Reading or writing `path` failed. */
 export class FileError extends XpmTorchError {
   readonly path: string;
@@ -210,6 +224,8 @@ export function fromNative(error: NativeErrorPayload): XpmTorchError {
       return new CheckpointError(message, error.checkpoint ?? "");
     case "ERR_IO":
       return new FileError(message, error.path ?? "");
+    case "ERR_MODEL_DIRECTORY":
+      return new ModelDirectoryError(message, error.file ?? "");
     case "ERR_UNSUPPORTED":
       return new UnsupportedError(message);
     case "ERR_CALLBACK":

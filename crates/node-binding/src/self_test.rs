@@ -58,6 +58,7 @@ pub fn error_samples() -> Vec<String> {
             message: "expected qid:<id>".into(),
         },
         Error::Callback("listener \"x\" answered badly".into()),
+        Error::model_directory("models/bert/config.json", "no model_type"),
         Error::Unsupported("autocast in Int8".into()),
         Error::Distributed(DistributedError::Env {
             variable: "WORLD_SIZE".into(),

@@ -62,6 +62,15 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// A pretrained model directory (Hugging Face layout: `config.json`, weights, tokenizer)
+    /// cannot be read, does not describe its weights, or cannot be written.
+    #[error("model directory: {file}: {message}")]
+    ModelDirectory {
+        /// The file of the directory at fault (or the directory).
+        file: String,
+        /// What is wrong and what to do.
+        message: String,
+    },
     /// A data file is malformed; `line` and `column` are 1-based.
     #[error("{file}:{line}:{column}: {message}")]
     Data {
@@ -101,6 +110,7 @@ impl Error {
             Error::Callback(_) => "ERR_CALLBACK",
             Error::Data { .. } => "ERR_DATA",
             Error::Checkpoint { .. } => "ERR_CHECKPOINT",
+            Error::ModelDirectory { .. } => "ERR_MODEL_DIRECTORY",
             Error::Distributed(_) => "ERR_DISTRIBUTED",
             Error::Unsupported(_) => "ERR_UNSUPPORTED",
         }
@@ -127,6 +137,7 @@ impl Error {
             Error::Checkpoint { what, message } => {
                 json!({ "checkpoint": what, "detail": message })
             }
+            Error::ModelDirectory { file, message } => json!({ "file": file, "detail": message }),
             Error::Data {
                 file,
                 line,
@@ -175,6 +186,14 @@ impl Error {
     pub fn checkpoint(what: impl Into<String>, message: impl Into<String>) -> Self {
         Error::Checkpoint {
             what: what.into(),
+            message: message.into(),
+        }
+    }
+
+    /// A pretrained model directory's `file` is at fault.
+    pub fn model_directory(file: impl Into<String>, message: impl Into<String>) -> Self {
+        Error::ModelDirectory {
+            file: file.into(),
             message: message.into(),
         }
     }

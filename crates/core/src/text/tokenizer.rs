@@ -53,7 +53,7 @@ pub struct TextTokenizer {
 }
 
 fn bad(file: &Path, message: impl Into<String>) -> Error {
-    Error::checkpoint(file.display().to_string(), message)
+    Error::model_directory(file.display().to_string(), message)
 }
 
 impl TextTokenizer {
@@ -68,7 +68,7 @@ impl TextTokenizer {
     /// Reads `file`, to encode at most `max_length` tokens, specials included.
     ///
     /// # Errors
-    /// [`Error::Checkpoint`] naming the file: missing, unreadable, without a padding token, or
+    /// [`Error::ModelDirectory`] naming the file: missing, unreadable, without a padding token, or
     /// a `max_length` too short for the special tokens.
     pub fn from_file(file: &Path, max_length: usize) -> Result<Self> {
         if !file.is_file() {
@@ -157,7 +157,7 @@ impl TextTokenizer {
     /// Encodes `inputs` with special tokens, truncated and padded to the longest record.
     ///
     /// # Errors
-    /// [`Error::Checkpoint`] naming the tokenizer file when the tokenizer fails.
+    /// [`Error::ModelDirectory`] naming the tokenizer file when the tokenizer fails.
     pub fn encode_batch(&self, inputs: &[TextInput]) -> Result<EncodedBatch> {
         let texts: Vec<&str> = inputs
             .iter()

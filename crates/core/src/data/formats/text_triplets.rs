@@ -157,8 +157,7 @@ struct JsonTriplet {
 }
 
 fn json_line(line: &str) -> std::result::Result<[String; 3], LineError> {
-    let t: JsonTriplet =
-        serde_json::from_str(line).map_err(|e| json_line_error(&e))?;
+    let t: JsonTriplet = serde_json::from_str(line).map_err(|e| json_line_error(&e))?;
     let fields = [t.query, t.positive, t.negative];
     for (field, name) in fields.iter().zip(FIELDS) {
         if field.trim().is_empty() {

@@ -202,8 +202,7 @@ struct JsonTriplet {
 }
 
 fn jsonl_line(line: &str) -> std::result::Result<[Vec<i64>; 3], LineError> {
-    let parsed: JsonTriplet =
-        serde_json::from_str(line).map_err(|e| json_line_error(&e))?;
+    let parsed: JsonTriplet = serde_json::from_str(line).map_err(|e| json_line_error(&e))?;
     let ids = |name: &str, values: Vec<serde_json::Value>| {
         let column = line.find(&format!("\"{name}\"")).map_or(1, |c| c + 1);
         if values.is_empty() {

@@ -189,14 +189,14 @@ struct RawConfig {
 }
 
 fn bad(file: &Path, message: impl Into<String>) -> Error {
-    Error::checkpoint(file.display().to_string(), message)
+    Error::model_directory(file.display().to_string(), message)
 }
 
 impl EncoderSettings {
     /// Reads `dir/config.json`.
     ///
     /// # Errors
-    /// [`Error::Checkpoint`] naming the file: missing or unreadable, an unknown `model_type`
+    /// [`Error::ModelDirectory`] naming the file: missing or unreadable, an unknown `model_type`
     /// (listing the supported ones), an unsupported activation or position scheme, sizes that
     /// do not fit together.
     pub fn read(dir: &Path) -> Result<Self> {

@@ -55,7 +55,7 @@ fn config_json(source: &Path, head: bool) -> Result<Value> {
     let file = source.join("config.json");
     let text = std::fs::read_to_string(&file).map_err(io(&file))?;
     let mut config: Value = serde_json::from_str(&text)
-        .map_err(|e| Error::checkpoint(file.display().to_string(), e.to_string()))?;
+        .map_err(|e| Error::model_directory(file.display().to_string(), e.to_string()))?;
     let settings = EncoderSettings::parse(&text, &file)?;
     let class = if head {
         settings.architecture.classifier_class().to_string()
@@ -64,7 +64,7 @@ fn config_json(source: &Path, head: bool) -> Result<Value> {
     };
     let fields = config
         .as_object_mut()
-        .ok_or_else(|| Error::checkpoint(file.display().to_string(), "not a JSON object"))?;
+        .ok_or_else(|| Error::model_directory(file.display().to_string(), "not a JSON object"))?;
     fields.insert("architectures".into(), json!([class]));
     fields.insert("dtype".into(), json!("float32"));
     fields.remove("torch_dtype");
@@ -99,7 +99,7 @@ fn write_directory(
     std::fs::create_dir_all(out).map_err(io(out))?;
     let config = config_json(source, head)?;
     let text = serde_json::to_string_pretty(&config)
-        .map_err(|e| Error::checkpoint(out.display().to_string(), e.to_string()))?;
+        .map_err(|e| Error::model_directory(out.display().to_string(), e.to_string()))?;
     let config_file = out.join("config.json");
     std::fs::write(&config_file, text + "\n").map_err(io(&config_file))?;
     let named: Vec<(String, Tensor)> = model

@@ -27,7 +27,7 @@ impl HfEncoderModel {
     /// Reads `dir` (config.json and safetensors weights, with or without the base prefix).
     ///
     /// # Errors
-    /// [`crate::Error::Checkpoint`] naming the file: see [`EncoderSettings::read`] and
+    /// [`crate::Error::ModelDirectory`] naming the file: see [`EncoderSettings::read`] and
     /// [`HfWeights::read`]; a missing or mis-shaped tensor.
     pub fn load(dir: &Path) -> Result<Self> {
         let settings = EncoderSettings::read(dir)?;
@@ -38,7 +38,7 @@ impl HfEncoderModel {
     /// The encoder `settings` describe, with the tensors of `weights`.
     ///
     /// # Errors
-    /// [`crate::Error::Checkpoint`] naming a missing or mis-shaped tensor; nothing is kept.
+    /// [`crate::Error::ModelDirectory`] naming a missing or mis-shaped tensor; nothing is kept.
     pub fn from_weights(settings: &EncoderSettings, weights: &HfWeights) -> Result<Self> {
         Self::named(settings, weights, "")
     }

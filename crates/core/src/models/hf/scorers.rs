@@ -90,7 +90,7 @@ fn tokenizer(encoder: &HfEncoderConfig, max_length: i64, path: &str) -> Result<A
 /// other models); `path` names the model config in errors.
 ///
 /// # Errors
-/// [`Error::Config`] for a missing directory; [`Error::Checkpoint`] for a missing or bad
+/// [`Error::Config`] for a missing directory; [`Error::ModelDirectory`] for a missing or bad
 /// tokenizer.json.
 pub fn text_encoding(
     config: &crate::config::AnyModule,
@@ -132,7 +132,7 @@ impl CrossEncoder {
     ///
     /// # Errors
     /// [`Error::Config`] for a missing directory or a `max_length` beyond the encoder's
-    /// positions; [`Error::Checkpoint`] for bad files.
+    /// positions; [`Error::ModelDirectory`] for bad files.
     pub fn new(config: &CrossEncoderConfig, rng: &mut Rng, path: &str) -> Result<Self> {
         let dir = directory(&config.encoder, &format!("{path}.encoder"))?;
         let settings = checked_settings(dir, config.max_length as i64, path)?;
@@ -211,7 +211,7 @@ impl BiEncoder {
     ///
     /// # Errors
     /// [`Error::Config`] for a missing directory or a `max_length` beyond an encoder's
-    /// positions; [`Error::Checkpoint`] for bad files.
+    /// positions; [`Error::ModelDirectory`] for bad files.
     pub fn new(config: &BiEncoderConfig, path: &str) -> Result<Self> {
         let separate = config.query_encoder.is_some();
         let document = read_encoder(

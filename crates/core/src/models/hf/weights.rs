@@ -20,7 +20,7 @@ pub struct HfWeights {
 }
 
 fn bad(file: &Path, message: impl Into<String>) -> Error {
-    Error::checkpoint(file.display().to_string(), message)
+    Error::model_directory(file.display().to_string(), message)
 }
 
 /// The shard files of a `model.safetensors.index.json`, in order, each once.
@@ -64,7 +64,7 @@ impl HfWeights {
     /// Reads the weights of `dir`; `prefix` is the base model's key prefix.
     ///
     /// # Errors
-    /// [`Error::Checkpoint`] naming the file: no safetensors weights (with how to convert a
+    /// [`Error::ModelDirectory`] naming the file: no safetensors weights (with how to convert a
     /// `pytorch_model.bin`), an unreadable file or index, a missing shard.
     pub fn read(dir: &Path, prefix: &str) -> Result<Self> {
         let single = dir.join("model.safetensors");
@@ -134,7 +134,7 @@ impl HfWeights {
     fn checked(&self, key: &str, shape: &[i64], why: &str) -> Result<Tensor> {
         let tensor = &self.tensors[key];
         if tensor.size() != shape {
-            return Err(Error::checkpoint(
+            return Err(Error::model_directory(
                 &self.origin,
                 format!(
                     "tensor {key:?} has shape {:?} but {why} needs {shape:?}; \
@@ -150,10 +150,10 @@ impl HfWeights {
     /// present with `shape`.
     ///
     /// # Errors
-    /// [`Error::Checkpoint`] naming the file and the tensor when it is missing or mis-shaped.
+    /// [`Error::ModelDirectory`] naming the file and the tensor when it is missing or mis-shaped.
     pub fn base(&self, name: &str, shape: &[i64]) -> Result<Tensor> {
         let key = self.base_key(name).ok_or_else(|| {
-            Error::checkpoint(
+            Error::model_directory(
                 &self.origin,
                 format!(
                     "lacks the tensor {name:?} (or {:?}) that config.json's model needs",
@@ -167,7 +167,7 @@ impl HfWeights {
     /// Base-model tensor `name` if the file holds it (checked against `shape`).
     ///
     /// # Errors
-    /// [`Error::Checkpoint`] when it is present with another shape.
+    /// [`Error::ModelDirectory`] when it is present with another shape.
     pub fn base_optional(&self, name: &str, shape: &[i64]) -> Result<Option<Tensor>> {
         self.base_key(name)
             .map(|key| self.checked(&key, shape, "config.json"))
@@ -187,10 +187,10 @@ impl HfWeights {
     /// Head tensor `name` (stored without prefix), which must be present with `shape`.
     ///
     /// # Errors
-    /// [`Error::Checkpoint`] naming the file and the tensor when it is missing or mis-shaped.
+    /// [`Error::ModelDirectory`] naming the file and the tensor when it is missing or mis-shaped.
     pub fn head(&self, name: &str, shape: &[i64]) -> Result<Tensor> {
         if !self.has(name) {
-            return Err(Error::checkpoint(
+            return Err(Error::model_directory(
                 &self.origin,
                 format!("holds part of a classification head but lacks {name:?}"),
             ));
