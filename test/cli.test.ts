@@ -136,6 +136,11 @@ describe("a trained job", () => {
     expect(run.stdout).toContain("trained 3 epochs, 75 steps");
     expect(run.stdout).toContain(`job directory   ${jobDir}`);
     expect(run.stdout).toMatch(/val\/ndcg@10 +\d\.\d{4} at epoch \d/);
+    // By default the last epoch's checkpoint (exact resume) and the best epoch's, with their size.
+    const kept = readdirSync(join(jobDir, "checkpoints")).filter((d) => d.startsWith("epoch-")).map((d) => Number(d.slice(6)));
+    expect(kept).toContain(3);
+    expect(kept.length).toBeLessThanOrEqual(2);
+    expect(run.stdout).toMatch(new RegExp(`checkpoints .*\\(epochs? ${[...kept].sort((a, b) => a - b).join(", ")}: \\d+ MB; checkpoint_keep sets how many\\)`));
     expect(existsSync(join(jobDir, "learner.done"))).toBe(true);
   });
 

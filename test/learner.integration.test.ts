@@ -57,7 +57,7 @@ describe("optimization", () => {
   it("keeps frozen layers bit-identical and shared layers one tensor", async () => {
     const base = demoLearner({ max_epochs: 2, steps_per_epoch: 20 });
     const model = MlpScorer.C({ input_dim: 16, hidden_dims: [8, 8, 8] });
-    const config = withTrainer(Learner.C({ ...base, model }), {
+    const config = withTrainer(Learner.C({ ...base, model, checkpoint_keep: 2 }), {
       hooks: [
         HingeLoss.C({}),
         LayerFreezer.C({ selector: RegexParametersIterator.C({ regex: "^layers\\.0\\.", model }) }),
@@ -86,7 +86,7 @@ describe("parameter selection", () => {
     const spare = MlpScorer.C({ input_dim: 16, hidden_dims: [4] });
     const model = MultipleModel.C({ models: { scorer, spare }, scorer: "scorer" });
     // "bias" is found in both bias names of the scorer (named "layers.<k>.bias" within it).
-    const config = withTrainer(Learner.C({ ...base, model }), {
+    const config = withTrainer(Learner.C({ ...base, model, checkpoint_keep: 2 }), {
       hooks: [HingeLoss.C({}), LayerFreezer.C({ selector: RegexParametersIterator.C({ regex: "bias", model: scorer }) })],
     });
     const result = await learn(config, { workspace: workspace() });
@@ -99,7 +99,7 @@ describe("parameter selection", () => {
       expect(last.get(name)!.data.equals(first.get(name)!.data), name).toBe(false);
     }
     // A selector over a model that is not trained here is a configuration error naming it.
-    const elsewhere = withTrainer(Learner.C({ ...base, model }), {
+    const elsewhere = withTrainer(Learner.C({ ...base, model, checkpoint_keep: 2 }), {
       hooks: [HingeLoss.C({}), LayerFreezer.C({ selector: RegexParametersIterator.C({ regex: "bias", model: MlpScorer.C({ input_dim: 3 }) }) })],
     });
     await expect(learn(elsewhere, { workspace: workspace() })).rejects.toThrow(/learner\.trainer\.hooks\[1\]\.selector\.model: is neither/);

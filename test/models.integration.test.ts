@@ -27,7 +27,9 @@ import {
 import { readSafetensors } from "./helpers/safetensors.js";
 
 const FIXTURES = resolve("crates/core/tests/fixtures/models");
-const run = (config: LearnerConfig) => learn(config, { workspace: mkdtempSync(join(tmpdir(), "xpm-models-")) });
+// Every epoch's checkpoint: the tests load older ones.
+const run = (config: LearnerConfig) =>
+  learn(Learner.C({ ...config, checkpoint_keep: config.max_epochs }), { workspace: mkdtempSync(join(tmpdir(), "xpm-models-")) });
 
 const scripted = (freeze?: string) => {
   const base = demoLearner({ seed: 1, num_features: 8, max_epochs: 3, steps_per_epoch: 25 });

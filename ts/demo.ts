@@ -1,3 +1,4 @@
+import { existsSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 
 import { MlpScorer } from "./config/classes/builtin.js";
@@ -23,6 +24,23 @@ function epochLine(e: EpochReport): string {
   );
 }
 
+/** Bytes of the files under `path`. */
+function bytesUnder(path: string): number {
+  if (!existsSync(path)) return 0;
+  const stat = statSync(path);
+  if (!stat.isDirectory()) return stat.size;
+  return readdirSync(path).reduce((sum, entry) => sum + bytesUnder(join(path, entry)), 0);
+}
+
+/** Which epoch checkpoints the run kept and the space they take (they hold the optimizer too). */
+function checkpointSpace(result: LearnResult): string {
+  const epochs = Object.keys(result.checkpoints).map(Number).sort((a, b) => a - b);
+  if (epochs.length === 0) return "(none kept)";
+  const bytes = bytesUnder(join(result.jobDir, "checkpoints"));
+  const size = bytes >= 1e9 ? `${(bytes / 1e9).toFixed(1)} GB` : `${Math.max(1, Math.round(bytes / 1e6))} MB`;
+  return `(epoch${epochs.length > 1 ? "s" : ""} ${epochs.join(", ")}: ${size}; checkpoint_keep sets how many)`;
+}
+
 /** Where the job's files are and its listeners' best values, as lines. */
 export function jobSummary(result: LearnResult): string[] {
   const job = readJob(result.jobDir);
@@ -31,7 +49,7 @@ export function jobSummary(result: LearnResult): string[] {
     `  job directory   ${result.jobDir}`,
     `  configuration   ${join(result.jobDir, "params.json")}`,
     `  TensorBoard     ${join(result.jobDir, "runs")}  (view: tensorboard --logdir DIR)`,
-    `  checkpoints     ${join(result.jobDir, "checkpoints")}`,
+    `  checkpoints     ${join(result.jobDir, "checkpoints")}  ${checkpointSpace(result)}`,
   ];
   if (result.learned_model) lines.push(`  learned model   ${result.learned_model}`);
   if (job.best.length > 0) {

@@ -31,6 +31,8 @@ const config = Learner.C({
   trainer,
   max_epochs: ranks > 1 ? 3 : 8,
   steps_per_epoch: 25,
+  // Every epoch's checkpoint: the tests resume from older ones.
+  checkpoint_keep: 8,
   optimizers: [ParameterOptimizer.C({ optimizer: AdamW.C({ lr: 3e-3 }), scheduler: LinearWithWarmup.C({ num_warmup_steps: 40 }) })],
   listeners: [
     TrainerValidationLoss.C({

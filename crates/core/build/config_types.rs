@@ -356,6 +356,7 @@ impl<'a> Model<'a> {
         out.push_str("#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]\n");
         out.push_str("#[serde(deny_unknown_fields)]\n");
         let _ = writeln!(out, "pub struct {name} {{");
+        let mut defaults = Vec::new();
         for (field, schema) in Self::fields(def) {
             if let Some(text) = schema.get("description").and_then(Value::as_str) {
                 doc(out, "    ", text);
@@ -370,19 +371,43 @@ impl<'a> Model<'a> {
             if ident.trim_start_matches("r#") != field {
                 let _ = writeln!(out, "    #[serde(rename = {field:?})]");
             }
-            if !required.contains(field) && schema.get("default").is_none() {
+            let default = schema.get("default").filter(|_| !required.contains(field));
+            if !required.contains(field) && default.is_none() {
                 out.push_str("    #[serde(default, skip_serializing_if = \"Option::is_none\")]\n");
                 ty = format!("Option<{ty}>");
+            } else if let Some(expr) = default.and_then(|d| self.default_expr(d, &ty)) {
+                let function = format!("default_{}", ident.trim_start_matches("r#"));
+                let _ = writeln!(out, "    #[serde(default = \"{name}::{function}\")]");
+                defaults.push(format!(
+                    "    fn {function}() -> {ty} {{\n        {expr}\n    }}\n"
+                ));
             }
             let _ = writeln!(out, "    pub {ident}: {ty},");
         }
         out.push_str("}\n\n");
+        if !defaults.is_empty() {
+            let _ = writeln!(out, "impl {name} {{\n{}}}\n", defaults.join("\n"));
+        }
         if !id.is_empty() {
             let _ = writeln!(
                 out,
                 "impl ConfigType for {name} {{\n    const TYPE_ID: &'static str = {id:?};\n}}\n"
             );
         }
+    }
+
+    /// The Rust expression of a schema default of a scalar or a string choice, so that a document
+    /// written by hand may leave it out; `None` for other values, which stay required.
+    fn default_expr(&self, value: &Value, ty: &str) -> Option<String> {
+        let is_enum = self.enums.values().any(|(name, _)| name == ty);
+        Some(match (value, ty) {
+            (Value::Bool(b), "bool") => b.to_string(),
+            (Value::Number(n), "u64" | "i64") if n.is_i64() || n.is_u64() => n.to_string(),
+            (Value::Number(n), "f64") => format!("{:?}_f64", n.as_f64()?),
+            (Value::String(s), "String") => format!("{s:?}.to_string()"),
+            (Value::String(s), _) if is_enum => format!("{ty}::{}", enum_variant(s)),
+            _ => return None,
+        })
     }
 
     /// A tagged enum over `keys` (class definitions), through `config_enum!`.

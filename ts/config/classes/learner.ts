@@ -38,8 +38,8 @@ export const Learner = defineConfig(
     hooks: param(list(configOf(Hook))).default([], { ignoreDefault: true }).help("Learner-level hooks (gradient clipping, logging)"),
     fabric_config: param(configOf(FabricConfiguration)).factory(() => FabricConfiguration.C({})).help("Precision and devices"),
     checkpoint_keep: meta(int((s) => s.min(1)))
-      .optional()
-      .help("Epoch checkpoints kept besides the listeners' best epochs (default: all)"),
+      .default(1)
+      .help("The newest epoch checkpoints kept besides each listener's best epoch (1: the last, which resume needs)"),
   },
   {
     kind: "task",

@@ -828,7 +828,9 @@ pub(super) mod tests {
     fn a_damaged_checkpoint_is_skipped_with_a_warning_and_kept() {
         let whole = run_demo(&demo_config_json());
         let dir = scratch_dir();
-        let config = config_in(&dir);
+        let mut config = config_in(&dir);
+        // Every epoch's checkpoint, for an older one to resume from.
+        config.checkpoint_keep = config.max_epochs;
         learn(&config, &mut NoObserver, &AtomicBool::new(false)).unwrap();
         // Damage the newest checkpoint and forget the two after the first epoch.
         let root = dir.join("checkpoints");

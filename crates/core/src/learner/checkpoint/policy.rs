@@ -84,7 +84,7 @@ impl CheckpointPolicy {
         CheckpointPolicy {
             interval: config.checkpoint_interval,
             max_epochs: config.max_epochs,
-            keep: config.checkpoint_keep,
+            keep: Some(config.checkpoint_keep),
         }
     }
 
