@@ -14,8 +14,9 @@ use crate::{Error, Result};
 /// One query per record: its documents in a random order, padded to the slate width. A query with
 /// more documents than `slate_length` is subsampled to `slate_length` of them, one of its
 /// top-grade documents always among them. Queries whose documents all share one grade are left
-/// out (no listwise loss learns from them). The slate width is `slate_length`, or the largest
-/// query when every query is shorter.
+/// out: such a slate states no preference, and what allRank's losses do with it teaches no
+/// ranking (`docs/data.md`). The slate width is `slate_length`, or the largest query when every
+/// query is shorter.
 #[derive(Debug)]
 pub struct SlateSampler {
     rows: SlateRows,
