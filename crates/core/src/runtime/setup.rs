@@ -70,10 +70,10 @@ impl Runtime {
     /// warnings to report (deprecated spellings).
     ///
     /// # Errors
-    /// [`Error::Config`] naming `learner.fabric_config.<field>`: an unknown precision,
-    /// strategy, accelerator or device request, CUDA requested but unusable (saying what is
-    /// missing: libtorch's CUDA libraries, xpm-torch's CUDA library, or a GPU), `16-mixed`
-    /// without CUDA, zero threads.
+    /// [`Error::Config`] naming `learner.fabric_config.<field>`: a device request that cannot be
+    /// read or met, CUDA requested but unusable (saying what is missing: libtorch's CUDA
+    /// libraries, xpm-torch's CUDA library, or a GPU), `16-mixed` without CUDA, zero threads.
+    /// (An unknown precision, strategy or accelerator is refused by the schema's value rules.)
     pub fn from_config(config: &FabricConfigurationConfig) -> Result<(Runtime, Vec<String>)> {
         Self::for_local_rank(config, 0)
     }
@@ -87,10 +87,7 @@ impl Runtime {
         config: &FabricConfigurationConfig,
         local_rank: usize,
     ) -> Result<(Runtime, Vec<String>)> {
-        let accelerator = Accelerator::parse(
-            config.accelerator.as_str(),
-            &format!("{FABRIC_PATH}.accelerator"),
-        )?;
+        let accelerator = Accelerator::from(config.accelerator);
         // The CPU asks nothing about CUDA: no CUDA library is opened.
         let hardware = Hardware::for_accelerator(accelerator);
         if accelerator == Accelerator::Cuda {
@@ -128,14 +125,13 @@ impl Runtime {
     ) -> Result<(Runtime, Vec<String>)> {
         let path = |field: &str| format!("{FABRIC_PATH}.{field}");
         let mut warnings = Vec::new();
-        let (precision, warning) = Precision::parse(config.precision.as_str(), &path("precision"))?;
+        let (precision, warning) = Precision::of(config.precision, &path("precision"));
         warnings.extend(warning);
-        let matmul_precision = match &config.torch_fp32_precision {
-            Some(text) => MatmulPrecision::parse(text.as_str(), &path("torch_fp32_precision"))?,
-            None => precision.default_matmul_precision(),
-        };
+        let matmul_precision = config
+            .torch_fp32_precision
+            .map_or(precision.default_matmul_precision(), MatmulPrecision::of);
         let devices = resolve_devices(
-            config.accelerator.as_str(),
+            Accelerator::from(config.accelerator),
             &config.devices,
             hardware,
             FABRIC_PATH,
