@@ -1,7 +1,8 @@
 // The progress display: bar on terminals, periodic lines elsewhere, driven by fake events and clock.
 import { describe, expect, it } from "vitest";
 
-import { createProgressDisplay } from "../ts/progress/display.js";
+import type { RunStart, ValidationProgress } from "../ts/learn-types.js";
+import { createProgressDisplay, type ProgressDisplay } from "../ts/progress/display.js";
 import { formatDuration } from "../ts/progress/format.js";
 
 function fakeStream(isTTY: boolean) {
@@ -50,12 +51,107 @@ describe("progress display", () => {
   it("uses the last epoch's loss until a step reports a running one", () => {
     const { stream, chunks } = fakeStream(false);
     const display = createProgressDisplay(stream, shape, { intervalMs: 0, now: () => 0 });
-    display.epoch({ epoch: 1, step: 100, loss: 0.25, train: {}, metrics: {}, stepsPerSecond: 1 });
+    display.epoch({ epoch: 1, step: 100, loss: 0.25, train: {}, metrics: {}, stepsPerSecond: 1, validationSeconds: 0 });
     expect(chunks.join("")).toContain("loss 0.2500");
+  });
+
+  it("shows validation as a phase of its own, with training speed from training time only and an ETA that counts validations", () => {
+    let now = 0;
+    const { stream, chunks } = fakeStream(false);
+    const display = createProgressDisplay(stream, shape, { intervalMs: 0, now: () => now });
+    const lines = () => chunks.join("").split("\n").filter(Boolean);
+    display.start({ epochsDone: 0, step: 0, totalSteps: 200, listenerIntervals: [1], resumedFrom: null });
+    for (let step = 1; step <= 100; step++) {
+      now += 100; // 10 steps/s
+      display.step({ epoch: 1, step, totalSteps: 200 });
+    }
+    // 100 steps left (10 s) and two validations, neither timed yet: the ETA says it leaves them out.
+    expect(lines().at(-1)).toMatch(/step 100\/100 \(100\/200, 50%\) 10\.0 steps\/s ETA >0:10/);
+    display.validation({ epoch: 1, listener: "dev", done: 0, total: 0, unit: "" });
+    expect(lines().at(-1)).toMatch(/^xpm-torch: epoch 1\/2 validating dev \(100\/200, 50%\) 10\.0 steps\/s/);
+    now += 5000;
+    display.validation({ epoch: 1, listener: "dev", done: 10, total: 40, unit: "batches" });
+    // 15 s left of this validation, 20 s for epoch 2's (as long as this one), 10 s of steps.
+    expect(lines().at(-1)).toMatch(/validating dev 10\/40 batches .* 10\.0 steps\/s ETA 0:45 /);
+    now += 15_000;
+    display.epoch({ epoch: 1, step: 100, loss: 0.5, train: {}, metrics: { "dev/mrr@10": 0.81234, "dev/loss": 0.4 }, stepsPerSecond: 10, validationSeconds: 20 });
+    expect(lines().at(-1)).toBe("xpm-torch: epoch 1/2: loss 0.5000, dev/loss 0.4000, dev/mrr@10 0.8123 (10.0 steps/s, validation 0:20)");
+    // The next epoch's first step counts from there, not across the 20 s of validation.
+    now += 3000;
+    display.step({ epoch: 2, step: 101, totalSteps: 200 });
+    now += 1000;
+    display.step({ epoch: 2, step: 111, totalSteps: 200 });
+    expect(lines().at(-1)).toMatch(/step 11\/100 \(111\/200, 55%\) 10\.0 steps\/s ETA 0:29 /);
+    display.epoch({ epoch: 2, step: 200, loss: 0.4, train: {}, metrics: {}, stepsPerSecond: 10, validationSeconds: 20 });
+    display.finish();
+    expect(lines().at(-1)).toMatch(/ETA 0:00 loss 0\.4000, 0:\d\d elapsed$/);
+  });
+
+  it("draws the validation in the bar and keeps the epoch lines above it", () => {
+    let now = 0;
+    const { stream, chunks } = fakeStream(true);
+    const display = createProgressDisplay(stream, shape, { now: () => now });
+    display.start({ epochsDone: 0, step: 0, totalSteps: 200, listenerIntervals: [1], resumedFrom: null });
+    display.step({ epoch: 1, step: 1, totalSteps: 200 });
+    now += 1000;
+    display.step({ epoch: 1, step: 100, totalSteps: 200 });
+    display.validation({ epoch: 1, listener: "dev", done: 3, total: 8, unit: "batches" });
+    const text = chunks.join("");
+    expect(text).toContain("epoch 1/2 step 100/100 | 99.0 steps/s | ETA >0:01 |");
+    // A validation under way times the ones to come (this one took no time on the fake clock).
+    expect(text).toContain("epoch 1/2 validating dev 3/8 batches | 99.0 steps/s | ETA 0:01 |");
+    display.epoch({ epoch: 1, step: 100, loss: 0.5, train: {}, metrics: {}, stepsPerSecond: 99, validationSeconds: 0 });
+    expect(chunks.join("")).toMatch(/\r\x1b\[2Kxpm-torch: epoch 1\/2: loss 0\.5000 \(99\.0 steps\/s\)\n\r\x1b\[2K\[/);
+  });
+
+  it("says where a resumed run starts", () => {
+    const { stream, chunks } = fakeStream(false);
+    const display = createProgressDisplay(stream, shape, { now: () => 0 });
+    display.start({ epochsDone: 1, step: 145, totalSteps: 200, listenerIntervals: [], resumedFrom: "/ws/checkpoints/epoch-0001" });
+    expect(chunks.join("")).toBe("xpm-torch: resumed at step 145 (epoch 2, 45/100 steps done) from checkpoint /ws/checkpoints/epoch-0001\n");
+    chunks.length = 0;
+    display.start({ epochsDone: 1, step: 100, totalSteps: 200, listenerIntervals: [], resumedFrom: "/ws/checkpoints/epoch-0001" });
+    expect(chunks.join("")).toContain("resumed at step 100 (after epoch 1 of 2) from checkpoint");
+    chunks.length = 0;
+    display.start({ epochsDone: 0, step: 0, totalSteps: 200, listenerIntervals: [], resumedFrom: null });
+    expect(chunks.join("")).toBe("");
   });
 
   it("formats durations as a clock", () => {
     expect([formatDuration(5), formatDuration(75), formatDuration(3723), formatDuration(Number.NaN)]).toEqual(["0:05", "1:15", "1:02:03", "--:--"]);
+  });
+});
+
+describe("run events", () => {
+  it("report where a run starts, its validations, and where a resumed run continues", async () => {
+    const { learn } = await import("../ts/learn.js");
+    const { demoLearner } = await import("../ts/demo-config.js");
+    const { mkdtempSync } = await import("node:fs");
+    const { tmpdir } = await import("node:os");
+    const { join } = await import("node:path");
+    const workspace = mkdtempSync(join(tmpdir(), "xpm-events-"));
+    const config = demoLearner({ max_epochs: 2, steps_per_epoch: 20, seed: 4 });
+    const starts: RunStart[] = [];
+    const validations: ValidationProgress[] = [];
+    const recorder = (): ProgressDisplay => ({
+      start: (s) => starts.push(s),
+      step: () => {},
+      validation: (v) => validations.push(v),
+      epoch: () => {},
+      log: () => {},
+      finish: () => {},
+    });
+    const abort = new AbortController();
+    const first = learn(config, { workspace, handleSignals: false, signal: abort.signal, progress: recorder(), onEpoch: () => abort.abort() });
+    await expect(first).rejects.toThrow();
+    expect(starts).toEqual([{ epochsDone: 0, step: 0, totalSteps: 40, listenerIntervals: [1], resumedFrom: null }]);
+    expect(validations[0]).toEqual({ epoch: 1, listener: "heldout", done: 0, total: 0, unit: "" });
+    expect(validations.at(-1)).toEqual({ epoch: 1, listener: "heldout", done: 1, total: 1, unit: "batches" });
+    const result = await learn(config, { workspace, progress: recorder() });
+    expect(starts[1]).toEqual(expect.objectContaining({ epochsDone: 1, step: 20 }));
+    expect(starts[1]!.resumedFrom).toBe(result.resumed_from);
+    expect(result.resumed_from).toMatch(/checkpoints/);
+    expect(result.epochs.every((e) => e.validationSeconds > 0)).toBe(true);
   });
 });
 

@@ -6,7 +6,7 @@ import { TYPE_KEY, configClassOf } from "./config/class.js";
 import { ModuleLoader } from "./config/classes/module.js";
 import { initTasksOf } from "./config/identity.js";
 import { JS_OBJECT, type Wire, toWire } from "./config/wire.js";
-import type { EpochReport, StepProgress } from "./learn-types.js";
+import type { EpochReport, RunStart, StepProgress, ValidationProgress } from "./learn-types.js";
 import { ConfigError, unwrapOutcome } from "./errors.js";
 import { type Answer, registeredBehaviour } from "./extensions.js";
 import type { ListenerModel } from "./listeners.js";
@@ -73,6 +73,8 @@ export function javaScriptParts(side: JsSide): string[] {
 export interface RunCallbacks {
   readonly onEpoch?: (report: EpochReport) => void;
   readonly onProgress?: (progress: StepProgress) => void;
+  readonly onStart?: (start: RunStart) => void;
+  readonly onValidation?: (progress: ValidationProgress) => void;
   readonly onWarning: (message: string) => void;
 }
 
@@ -105,10 +107,27 @@ export function foreignCalls(side: JsSide, callbacks: RunCallbacks, model: Liste
   };
 }
 
-type Report = { kind: "step"; progress: StepProgress } | { kind: "warning"; message: string };
+type Report =
+  | { kind: "start"; start: RunStart }
+  | { kind: "step"; progress: StepProgress }
+  | { kind: "validation"; progress: ValidationProgress }
+  | { kind: "warning"; message: string };
+
+function deliver(callbacks: RunCallbacks, report: Report): void {
+  switch (report.kind) {
+    case "start":
+      return callbacks.onStart?.(report.start);
+    case "step":
+      return callbacks.onProgress?.(report.progress);
+    case "validation":
+      return callbacks.onValidation?.(report.progress);
+    case "warning":
+      return callbacks.onWarning(report.message);
+  }
+}
 
 /**
- * The function the core reports to without waiting. A throwing `onProgress` or `onWarning`
+ * The function the core reports to without waiting. A throwing `onProgress`, `onValidation` or `onWarning`
  * must not become an uncaught exception that kills the process: it is kept in `side.thrown`
  * and `stop` ends the run.
  */
@@ -117,9 +136,7 @@ export function reporter(side: JsSide, callbacks: RunCallbacks, stop: () => void
     // After a callback failed the run is stopping: no more of the user's callbacks.
     if (side.thrown) return;
     try {
-      const report = JSON.parse(text) as Report;
-      if (report.kind === "warning") callbacks.onWarning(report.message);
-      else callbacks.onProgress?.(report.progress);
+      deliver(callbacks, JSON.parse(text) as Report);
     } catch (error) {
       side.thrown = { error };
       stop();

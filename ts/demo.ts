@@ -75,7 +75,7 @@ export async function runDemo(options: DemoRunOptions = {}): Promise<number> {
   // On a terminal the bar runs below the epoch lines; elsewhere the epoch lines are the log.
   const bar =
     !options.quiet && process.stderr.isTTY
-      ? createProgressDisplay(process.stderr, { maxEpochs: config.max_epochs, stepsPerEpoch: config.steps_per_epoch }, { mode: "bar" })
+      ? createProgressDisplay(process.stderr, { maxEpochs: config.max_epochs, stepsPerEpoch: config.steps_per_epoch }, { mode: "bar", epochLines: false })
       : undefined;
   const started = performance.now();
   const result = await learn(config, {

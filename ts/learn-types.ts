@@ -25,6 +25,35 @@ export interface EpochReport {
   readonly metrics: Readonly<Record<string, number>>;
   /** Optimizer steps per second during the epoch. */
   readonly stepsPerSecond: number;
+  /** Seconds the listeners took at the end of the epoch (validation, TypeScript listeners). */
+  readonly validationSeconds: number;
+}
+
+/** Where a run starts, reported once before its first step. */
+export interface RunStart {
+  /** Epochs already completed (by the interrupted run this one resumes). */
+  readonly epochsDone: number;
+  /** The global step the run starts from. */
+  readonly step: number;
+  readonly totalSteps: number;
+  /** Every how many epochs each listener runs. */
+  readonly listenerIntervals: readonly number[];
+  /** The checkpoint directory the run resumes from. */
+  readonly resumedFrom: string | null;
+}
+
+/** A listener validating at the end of an epoch. */
+export interface ValidationProgress {
+  /** The epoch that just ended. */
+  readonly epoch: number;
+  /** The listener's id. */
+  readonly listener: string;
+  /** Units scored so far. */
+  readonly done: number;
+  /** Units to score; 0 while unknown (a TypeScript listener). */
+  readonly total: number;
+  /** What `done` counts (`batches`); empty while unknown. */
+  readonly unit: string;
 }
 
 /** Progress inside the run. */
@@ -88,6 +117,8 @@ export interface LearnOptions {
   readonly onEpoch?: (report: EpochReport) => void;
   /** Called as steps complete (at most every 100 ms). */
   readonly onProgress?: (progress: StepProgress) => void;
+  /** Called as the listeners validate at the end of an epoch: when each starts, then at most every 100 ms. */
+  readonly onValidation?: (progress: ValidationProgress) => void;
   /** Called for problems that do not stop the run; by default they are printed to stderr. */
   readonly onWarning?: (message: string) => void;
   /** Stops the run after its current step, writing a checkpoint first (InterruptedError). */

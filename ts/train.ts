@@ -45,6 +45,11 @@ export async function train(config: LearnerConfig, job: Job, options: LearnOptio
       display?.step(progress);
       options.onProgress?.(progress);
     },
+    onStart: (start) => display?.start(start),
+    onValidation: (progress) => {
+      display?.validation(progress);
+      options.onValidation?.(progress);
+    },
     onWarning: options.onWarning ?? ((m: string) => (display ? display.log(`xpm-torch: ${m}`) : console.warn(`xpm-torch: ${m}`))),
   };
   const run = new binding.LearnRun();

@@ -17,7 +17,8 @@ use napi_derive::napi;
 use serde_json::{json, Value};
 use xpm_torch_core::data::{JsData, JsMessage, ScoreInput};
 use xpm_torch_core::learner::{
-    EpochReport, JsListenerReply, ListenerScorer, ListenerView, Observer, StepProgress,
+    EpochReport, JsListenerReply, ListenerScorer, ListenerView, Observer, RunStart, StepProgress,
+    ValidationProgress,
 };
 use xpm_torch_core::models::{features_input, text_input};
 use xpm_torch_core::{Error, Result};
@@ -25,7 +26,7 @@ use xpm_torch_core::{Error, Result};
 use crate::outcome;
 use crate::thread::Deferred;
 
-/// Fire-and-forget events as JSON (`step`, `warning`); weak, so it never keeps Node alive.
+/// Fire-and-forget events as JSON (`start`, `step`, `validation`, `warning`); weak, so it never keeps Node alive.
 pub type Reporter = ThreadsafeFunction<String, (), String, Status, false, true>;
 
 /// Awaited calls into JavaScript: the function answers each with a Promise.
@@ -313,11 +314,12 @@ impl JsData for JsBridge {
     }
 }
 
-/// Forwards the loop's reports to JavaScript (every epoch, awaited; steps at most every
-/// 100 ms, not awaited) and runs the listeners, hooks and samplers written in JavaScript.
+/// Forwards the loop's reports to JavaScript (every epoch, awaited; the start, and steps and
+/// validation progress at most every 100 ms, not awaited) and runs the listeners, hooks and samplers written in JavaScript.
 pub struct JsObserver {
     bridge: Arc<JsBridge>,
     last_step_event: Option<Instant>,
+    last_validation_event: Option<Instant>,
 }
 
 impl JsObserver {
@@ -329,6 +331,7 @@ impl JsObserver {
                 scoring,
             }),
             last_step_event: None,
+            last_validation_event: None,
         }
     }
 
@@ -351,6 +354,26 @@ impl Observer for JsObserver {
 
     fn on_step(&mut self, progress: StepProgress) -> Result<()> {
         self.on_step_with_loss(progress, None)
+    }
+
+    fn on_start(&mut self, start: &RunStart) -> Result<()> {
+        self.bridge
+            .report(json!({ "kind": "start", "start": start }));
+        Ok(())
+    }
+
+    /// A listener's first and last reports always go; those between at most every 100 ms.
+    fn on_validation(&mut self, progress: ValidationProgress<'_>) -> Result<()> {
+        let edge = progress.done == 0 || progress.done == progress.total;
+        let due = self
+            .last_validation_event
+            .is_none_or(|t| t.elapsed() >= STEP_EVENT_INTERVAL);
+        if edge || due {
+            self.last_validation_event = Some(Instant::now());
+            self.bridge
+                .report(json!({ "kind": "validation", "progress": progress }));
+        }
+        Ok(())
     }
 
     fn on_step_with_loss(

@@ -24,6 +24,9 @@ pub struct EpochReport {
     pub metrics: BTreeMap<String, f64>,
     /// Optimizer steps per second of wall time during the epoch.
     pub steps_per_second: f64,
+    /// Seconds the listeners took at the end of the epoch (validation, TypeScript listeners).
+    #[serde(default)]
+    pub validation_seconds: f64,
 }
 
 /// Progress inside an epoch.
@@ -36,6 +39,39 @@ pub struct StepProgress {
     pub step: u64,
     /// Steps the whole run will take (at most).
     pub total_steps: u64,
+}
+
+/// Where a run starts, reported once before its first step.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunStart {
+    /// Epochs already completed (by the run this one resumes).
+    pub epochs_done: u64,
+    /// The global step the run starts from.
+    pub step: u64,
+    /// Steps the whole run will take (at most).
+    pub total_steps: u64,
+    /// Every how many epochs each listener runs (1 for those run every epoch).
+    pub listener_intervals: Vec<u64>,
+    /// The checkpoint directory the run resumes from.
+    pub resumed_from: Option<String>,
+}
+
+/// A listener validating at the end of an epoch: `done` of `total` units scored (`total` is 0
+/// while unknown, as for a TypeScript listener).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ValidationProgress<'a> {
+    /// The epoch that just ended.
+    pub epoch: u64,
+    /// The listener's id.
+    pub listener: &'a str,
+    /// Units scored so far.
+    pub done: u64,
+    /// Units to score (0 while unknown).
+    pub total: u64,
+    /// What `done` counts: `batches`, or empty while unknown.
+    pub unit: &'static str,
 }
 
 /// Scores rows with the model being trained (evaluation mode, no gradients), for a listener
@@ -75,6 +111,15 @@ pub trait Observer {
         _running_loss: Option<f64>,
     ) -> Result<()> {
         self.on_step(progress)
+    }
+    /// Once, before the first step (after a resume's checkpoint is loaded).
+    fn on_start(&mut self, _start: &RunStart) -> Result<()> {
+        Ok(())
+    }
+    /// As listeners validate: when each starts, then as it scores; implementations throttle
+    /// what they forward.
+    fn on_validation(&mut self, _progress: ValidationProgress<'_>) -> Result<()> {
+        Ok(())
     }
     /// After every epoch.
     fn on_epoch(&mut self, _report: &EpochReport) -> Result<()> {

@@ -17,12 +17,14 @@ use super::checkpoint::{
 use super::distributed::Distributed;
 use super::listeners::{ListenerStatus, ListenerView};
 use super::reproducibility::reproducibility_warnings;
-use super::{EpochReport, LearnOutput, Observer, StepProgress, TrainerContext};
+use super::{
+    EpochReport, LearnOutput, Observer, RunStart, StepProgress, TrainerContext, ValidationProgress,
+};
 use crate::config::{JsHookKind, LearnerConfig};
 use crate::data::Shard;
 use crate::distributed::DistEnv;
 use crate::models::draws_from_global_generator;
-use crate::runtime::memory::{install_cpu_tensor_cache, HeapTrimmer};
+use crate::runtime::memory::{install_cpu_tensor_cache, release_free_heap, HeapTrimmer};
 use crate::runtime::{GlobalGeneratorLease, Runtime};
 use crate::{Error, Result};
 
@@ -67,6 +69,7 @@ pub fn learn(
     training.probe_memory()?;
     let step = training.ctx.step;
     call_hooks(training.observer, &init_hooks, "after", config, 0, step)?;
+    training.report_start(&at)?;
     training.epochs(at, cancel)?;
     Ok(training.finish())
 }
@@ -308,6 +311,18 @@ impl<'a> Training<'a> {
         Ok(())
     }
 
+    /// Tells the observer where the run starts and when the listeners will run.
+    fn report_start(&mut self, at: &StartAt) -> Result<()> {
+        let start = RunStart {
+            epochs_done: at.epoch,
+            step: self.ctx.step,
+            total_steps: self.config.max_epochs * self.config.steps_per_epoch,
+            listener_intervals: self.run.listeners.iter().map(|l| l.interval()).collect(),
+            resumed_from: self.output.resumed_from.clone(),
+        };
+        self.observer.on_start(&start)
+    }
+
     /// Trains the epochs left from `at` (none once the run stopped early).
     fn epochs(&mut self, at: StartAt, cancel: &AtomicBool) -> Result<()> {
         let mut first_step = at.steps_in_epoch;
@@ -416,7 +431,9 @@ impl<'a> Training<'a> {
     /// policy asks for; returns whether the run ends here.
     fn end_epoch(&mut self, epoch: u64, trained: TrainedEpoch) -> Result<bool> {
         let (loss, train) = self.epoch_metrics(epoch, &trained)?;
+        let started = Instant::now();
         let validated = self.validate(epoch, &train)?;
+        let validation_seconds = started.elapsed().as_secs_f64();
         let report = EpochReport {
             epoch,
             step: self.ctx.step,
@@ -424,6 +441,7 @@ impl<'a> Training<'a> {
             train,
             metrics: validated.metrics,
             steps_per_second: trained.steps_per_second,
+            validation_seconds,
         };
         self.observer.on_epoch(&report)?;
         self.output.epochs.push(report);
@@ -479,7 +497,19 @@ impl<'a> Training<'a> {
             metrics: BTreeMap::new(),
         };
         self.run.model.set_training(false);
+        // The blocks the steps keep for reuse have other sizes than the validation's: handed
+        // back, they do not stay resident beside it and raise the run's peak.
+        release_free_heap();
         for listener in &mut self.run.listeners {
+            if epoch.is_multiple_of(listener.interval()) {
+                self.observer.on_validation(ValidationProgress {
+                    epoch,
+                    listener: listener.id(),
+                    done: 0,
+                    total: 0,
+                    unit: "",
+                })?;
+            }
             let model = self.run.model.as_ref();
             let call = listener.call(&view, model, &mut self.ctx, self.observer)?;
             if call.status == ListenerStatus::Stop {

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use super::best::{BestTracker, Direction, ValidationSchedule};
-use super::validation::{Bests, Measures, ValidationListener, Validator};
+use super::validation::{BatchProgress, Bests, Measures, ValidationListener, Validator};
 use crate::learner::trainers::{EvaluationBatching, EvaluationPairs};
 use crate::learner::TrainerContext;
 use crate::losses::LossSet;
@@ -48,13 +48,17 @@ impl Validator for ValidationLoss {
         id: &str,
         model: &dyn Model,
         ctx: &mut TrainerContext,
+        progress: &mut BatchProgress<'_>,
     ) -> Result<Measures> {
         let mut warnings = Vec::new();
-        let (total, mut logged) =
-            self.losses
-                .evaluate(model, &self.data, &mut self.batching, id, &mut |w| {
-                    warnings.push(w)
-                })?;
+        let (total, mut logged) = self.losses.evaluate(
+            model,
+            &self.data,
+            &mut self.batching,
+            id,
+            &mut |w| warnings.push(w),
+            progress,
+        )?;
         for w in warnings {
             ctx.warn(w);
         }

@@ -71,6 +71,10 @@ pub(crate) trait Listener: Send {
         ctx: &mut TrainerContext,
         observer: &mut dyn Observer,
     ) -> Result<ListenerCall>;
+    /// Every how many epochs it runs (what the progress display plans validations with).
+    fn interval(&self) -> u64 {
+        1
+    }
     /// What `learn()` reports for this listener (best epochs, values, model paths).
     fn output(&self) -> serde_json::Value;
     /// The epochs of its best values (their checkpoints are kept).

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::best::{BestTracker, Direction};
-use super::validation::{Bests, Measures, Validator};
+use super::validation::{BatchProgress, Bests, Measures, Validator};
 use super::RankMetric;
 use crate::data::{LtrDataset, Reranking, ScoreInput, TextEncoding, Truncation};
 use crate::learner::TrainerContext;
@@ -26,21 +26,28 @@ pub(crate) enum RankingInput {
 
 impl RankingInput {
     /// The score of every document, and how many inputs were cut by truncation.
-    fn scores(&self, model: &dyn Model) -> Result<(Vec<f32>, Truncation)> {
+    fn scores(
+        &self,
+        model: &dyn Model,
+        progress: &mut BatchProgress<'_>,
+    ) -> Result<(Vec<f32>, Truncation)> {
         let _no_grad = tch::no_grad_guard();
         match self {
-            RankingInput::Features(input) => Ok((
-                Vec::<f32>::try_from(model.forward(input)?)?,
-                Truncation::default(),
-            )),
+            RankingInput::Features(input) => {
+                let scores = Vec::<f32>::try_from(model.forward(input)?)?;
+                progress(1, 1)?;
+                Ok((scores, Truncation::default()))
+            }
             RankingInput::Texts { set, encoding } => {
                 let mut scores = Vec::with_capacity(set.pairs.len());
                 let mut cut = Truncation::default();
                 let rows: Vec<usize> = (0..set.pairs.len()).collect();
-                for chunk in rows.chunks(set.batch_size) {
+                let batches = rows.chunks(set.batch_size).len() as u64;
+                for (i, chunk) in rows.chunks(set.batch_size).enumerate() {
                     let (input, truncated) = set.encode(chunk, encoding)?;
                     scores.extend(Vec::<f32>::try_from(model.forward(&input)?)?);
                     cut = cut.plus(truncated);
+                    progress(i as u64 + 1, batches)?;
                 }
                 Ok((scores, cut))
             }
@@ -64,8 +71,14 @@ pub(crate) struct RankingValidation {
 }
 
 impl Validator for RankingValidation {
-    fn measure(&mut self, id: &str, model: &dyn Model, _: &mut TrainerContext) -> Result<Measures> {
-        let (scores, truncated) = self.input.scores(model)?;
+    fn measure(
+        &mut self,
+        id: &str,
+        model: &dyn Model,
+        _: &mut TrainerContext,
+        progress: &mut BatchProgress<'_>,
+    ) -> Result<Measures> {
+        let (scores, truncated) = self.input.scores(model, progress)?;
         let mut measures = Measures::default();
         if let RankingInput::Texts { .. } = self.input {
             measures.logged.insert(

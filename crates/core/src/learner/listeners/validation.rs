@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use super::best::{BestTracker, ValidationSchedule};
 use super::{Listener, ListenerCall, ListenerView};
-use crate::learner::{Observer, TrainerContext};
+use crate::learner::{Observer, TrainerContext, ValidationProgress};
 use crate::models::Model;
 use crate::Result;
 
@@ -21,17 +21,22 @@ pub(crate) struct Measures {
     pub tracked: Vec<(String, f64)>,
 }
 
+/// Told `(done, total)` batches as a validation scores.
+pub(crate) type BatchProgress<'a> = dyn FnMut(u64, u64) -> Result<()> + 'a;
+
 /// What a validation listener measures on the model at the end of an epoch.
 pub(crate) trait Validator: Send {
-    /// Scores the held-out data; `id` prefixes the logged metrics.
+    /// Scores the held-out data; `id` prefixes the logged metrics. `progress` is told how many
+    /// batches of how many are done, after each.
     ///
     /// # Errors
-    /// A data or libtorch error.
+    /// A data or libtorch error, or what `progress` returns.
     fn measure(
         &mut self,
         id: &str,
         model: &dyn Model,
         ctx: &mut TrainerContext,
+        progress: &mut BatchProgress<'_>,
     ) -> Result<Measures>;
 }
 
@@ -86,7 +91,7 @@ impl<V: Validator> Listener for ValidationListener<V> {
         view: &ListenerView<'_>,
         model: &dyn Model,
         ctx: &mut TrainerContext,
-        _: &mut dyn Observer,
+        observer: &mut dyn Observer,
     ) -> Result<ListenerCall> {
         let epoch = view.epoch;
         if self.schedule.stopped_before(self.bests.best_epoch(), epoch) {
@@ -94,7 +99,19 @@ impl<V: Validator> Listener for ValidationListener<V> {
         }
         let mut logged = BTreeMap::new();
         if self.schedule.due(epoch) {
-            let measures = self.validator.measure(&self.id, model, ctx)?;
+            let listener = self.id.as_str();
+            let mut progress = |done, total| {
+                observer.on_validation(ValidationProgress {
+                    epoch,
+                    listener,
+                    done,
+                    total,
+                    unit: "batches",
+                })
+            };
+            let measures = self
+                .validator
+                .measure(listener, model, ctx, &mut progress)?;
             if self.schedule.tracks(epoch) {
                 self.bests.observe(&measures.tracked, epoch, model)?;
             }
@@ -105,6 +122,10 @@ impl<V: Validator> Listener for ValidationListener<V> {
             status: self.schedule.vote(self.bests.best_epoch(), epoch),
             metrics: logged,
         })
+    }
+
+    fn interval(&self) -> u64 {
+        self.schedule.validation_interval
     }
 
     fn output(&self) -> Value {

@@ -24,7 +24,8 @@ impl LossSet {
     /// Mean weighted loss of `model` over every preference pair of `data`, in outer batches of
     /// `batching`'s batch size that its batcher splits into micro-batches, and the metrics of a
     /// validation listener `id`: `<id>/loss/<name>` and, with several losses, `<id>/loss`.
-    /// Warnings (out-of-memory replays) go to `warn`.
+    /// Warnings (out-of-memory replays) go to `warn`; `progress` is told `(done, total)` outer
+    /// batches after each.
     pub fn evaluate(
         &self,
         model: &dyn Model,
@@ -32,13 +33,15 @@ impl LossSet {
         batching: &mut EvaluationBatching,
         id: &str,
         warn: &mut dyn FnMut(String),
+        progress: &mut dyn FnMut(u64, u64) -> Result<()>,
     ) -> Result<(f64, BTreeMap<String, f64>)> {
         let _no_grad = tch::no_grad_guard();
         // The running sums: metrics, weighted total, pair count.
         let sums = RefCell::new((Metrics::default(), 0.0f64, 0i64));
         let chunk = batching.batch_size.max(1);
         let dims = &batching.dims;
-        for start in (0..data.len()).step_by(chunk) {
+        let batches = data.len().div_ceil(chunk) as u64;
+        for (done, start) in (0..data.len()).step_by(chunk).enumerate() {
             let rows = start..(start + chunk).min(data.len());
             let batch = Batch::Pairwise(data.batch(rows)?);
             // What the outer batch started from, to roll back to when it is replayed.
@@ -79,6 +82,7 @@ impl LossSet {
                 },
                 warn,
             )?;
+            progress(done as u64 + 1, batches)?;
         }
         let (metrics, total, count) = sums.into_inner();
         Ok((total / count.max(1) as f64, metrics.means()?))

@@ -212,7 +212,14 @@ mod tests {
         )
         .unwrap();
         let whole = losses
-            .evaluate(&model, &pairs, &mut plain(5), "v", &mut |_| {})
+            .evaluate(
+                &model,
+                &pairs,
+                &mut plain(5),
+                "v",
+                &mut |_| {},
+                &mut |_, _| Ok(()),
+            )
             .unwrap()
             .0;
         let one_by_one: f64 = list
@@ -223,17 +230,38 @@ mod tests {
                     pairs: vec![*p],
                 };
                 losses
-                    .evaluate(&model, &single, &mut plain(1), "v", &mut |_| {})
+                    .evaluate(
+                        &model,
+                        &single,
+                        &mut plain(1),
+                        "v",
+                        &mut |_| {},
+                        &mut |_, _| Ok(()),
+                    )
                     .unwrap()
                     .0
             })
             .sum::<f64>()
             / 5.0;
         for chunk in 1..=6 {
+            let mut reported = Vec::new();
             let mean = losses
-                .evaluate(&model, &pairs, &mut plain(chunk), "v", &mut |_| {})
+                .evaluate(
+                    &model,
+                    &pairs,
+                    &mut plain(chunk),
+                    "v",
+                    &mut |_| {},
+                    &mut |d, t| {
+                        reported.push((d, t));
+                        Ok(())
+                    },
+                )
                 .unwrap()
                 .0;
+            let batches = 5u64.div_ceil(chunk as u64);
+            let expected: Vec<_> = (1..=batches).map(|d| (d, batches)).collect();
+            assert_eq!(reported, expected, "progress of chunk {chunk}");
             assert!(
                 (mean - whole).abs() < 1e-6,
                 "chunk {chunk}: {mean} vs {whole}"
@@ -593,9 +621,14 @@ mod tests {
                     .unwrap();
             let mut warnings = Vec::new();
             let (loss, metrics) = losses
-                .evaluate(model().as_ref(), &pairs, &mut batching, "v", &mut |w| {
-                    warnings.push(w)
-                })
+                .evaluate(
+                    model().as_ref(),
+                    &pairs,
+                    &mut batching,
+                    "v",
+                    &mut |w| warnings.push(w),
+                    &mut |_, _| Ok(()),
+                )
                 .unwrap();
             (loss, metrics.into_values().collect(), warnings)
         }
