@@ -25,10 +25,12 @@ export declare class NativeModel {
   /** An unopened model; call `open`. */
   constructor()
   /**
-   * Builds the model of `config_json`, loads `weights` (none when empty) and places it on
-   * `device` (`cpu`, `cuda`, `cuda:<n>` or `auto`; default `cpu`); returns the outcome JSON.
+   * Builds the model of `config_json` drawing what it draws from `seed` (as a Learner with
+   * that seed), loads `weights` (none when empty), places it on `device` (`cpu`, `cuda`,
+   * `cuda:<n>` or `auto`; default `cpu`) and scores with `num_threads` intra-op threads
+   * (default: the process's); returns the outcome JSON.
    */
-  open(configJson: string, weights: string, device?: string | undefined | null): string
+  open(configJson: string, weights: string, device?: string | undefined | null, seed?: number | undefined | null, numThreads?: number | undefined | null): string
   /** Scores `rows` feature vectors of `width` values stored row after row. */
   scoreFeatures(values: Float32Array, rows: number, width: number, batchSize: number): string
   /** Scores (query, document) token-id pairs given as JSON `[queries, documents]`. */

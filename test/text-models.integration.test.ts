@@ -30,7 +30,7 @@ import {
   loadModel,
   type LearnerConfig,
 } from "../ts/index.js";
-import { readSafetensors } from "./helpers/safetensors.js";
+import { readSafetensors, writeSafetensors } from "./helpers/safetensors.js";
 
 const TINY_BERT = resolve("crates/core/tests/fixtures/hf/bert");
 const TOPICS = ["paris", "tokyo", "river", "mountain", "train", "model", "city", "capital"];
@@ -171,6 +171,43 @@ describe("the MS MARCO layout through the binding", () => {
     await expect(learn(msmarcoLearner(triples), { workspace: join(dir, "ws-bad2") })).rejects.toThrow(
       /bad-triples\.tsv:2:1: the document id "77777" is not in .*collection\.tsv/,
     );
+  });
+});
+
+describe("opening the model a run starts from", () => {
+  const dir = mkdtempSync(join(tmpdir(), "xpm-start-model-"));
+  // The tiny BERT without its head: a cross-encoder on it draws a new one.
+  const headless = join(dir, "bert");
+  cpSync(TINY_BERT, headless, { recursive: true });
+  const weights = readSafetensors(join(headless, "model.safetensors"));
+  for (const name of [...weights.keys()]) if (name.startsWith("classifier.")) weights.delete(name);
+  writeSafetensors(join(headless, "model.safetensors"), weights);
+  const model = CrossEncoder.C({ encoder: HFEncoder.C({ id: "tiny-bert-headless", path: headless }), max_length: 24 });
+  const pairs = [
+    { query: "what about paris", document: "the city of paris" },
+    { query: "what about tokyo", document: "the love of many things" },
+  ];
+
+  it("draws the new head from the Learner's seed, as its run does", async () => {
+    const triplets = writeTriplets(dir, 40);
+    // A step too small to move any weight: the run's learned model is the one it started from.
+    const still = (seed: number) =>
+      Learner.C({
+        ...learner(model, triplets),
+        random: Random.C({ seed }),
+        optimizers: [ParameterOptimizer.C({ optimizer: Adam.C({ lr: 1e-30 }) })],
+        max_epochs: 1,
+        steps_per_epoch: 1,
+      });
+    const result = await learn(still(5), { workspace: join(dir, "ws"), quiet: true });
+    const started = await loadModel(result.learned_model!, { device: "cpu" }).score(pairs);
+    const opened = await loadModel(still(5), { device: "cpu", numThreads: 1 }).score(pairs);
+    opened.forEach((score, i) => expect(score).toBeCloseTo(started[i]!, 6));
+    const bySeed = await loadModel(model, { device: "cpu", seed: 5 }).score(pairs);
+    expect(bySeed).toEqual(opened);
+    const otherSeed = await loadModel(still(6), { device: "cpu" }).score(pairs);
+    expect(otherSeed[0]).not.toBeCloseTo(opened[0]!, 6);
+    expect(() => loadModel(model, { numThreads: 0 })).toThrow(/^num_threads: must be at least 1/);
   });
 });
 

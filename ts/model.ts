@@ -4,9 +4,11 @@ import { dirname, join, resolve } from "node:path";
 
 import type { ConfigOf, InstanceOf } from "./config/class.js";
 import type { Module } from "./config/classes/base.js";
+import { Learner } from "./config/classes/learner.js";
+import { initTasksOf } from "./config/identity.js";
 import type { ModuleLoader } from "./config/classes/module.js";
 import { toWire } from "./config/wire.js";
-import { CheckpointError, XpmTorchError, unwrapOutcome } from "./errors.js";
+import { CheckpointError, ConfigError, XpmTorchError, unwrapOutcome } from "./errors.js";
 import { loadNative } from "./native.js";
 import { readParamsJson } from "./workspace/params-json.js";
 
@@ -42,6 +44,14 @@ export interface LoadModelOptions {
   readonly batchSize?: number;
   /** Where to score: `cpu`, `cuda`, `cuda:<n>`, or `auto` (the first GPU when there is one; the default). */
   readonly device?: "cpu" | "cuda" | "auto" | `cuda:${number}`;
+  /**
+   * For a model opened from its configuration: the seed of what it draws (a cross-encoder's new
+   * head), drawn as a Learner with `random.seed` = `seed` draws it (default 0). A Learner given
+   * as the source brings its own.
+   */
+  readonly seed?: number;
+  /** Intra-op CPU threads while scoring and embedding (default: the process's, `OMP_NUM_THREADS`). */
+  readonly numThreads?: number;
 }
 
 /** A trained model, ready to score. */
@@ -74,7 +84,7 @@ export interface TrainedModel {
 
 /** The native model handle (see crates/node-binding/src/model.rs). */
 interface NativeModelHandle {
-  open(configJson: string, weights: string, device?: string | null): string;
+  open(configJson: string, weights: string, device?: string | null, seed?: number | null, numThreads?: number | null): string;
   scoreFeatures(values: Float32Array, rows: number, width: number, batchSize: number): string;
   scoreText(pairsJson: string, batchSize: number): string;
   scoreTexts(queries: string[], documents: string[], batchSize: number): Promise<string>;
@@ -83,6 +93,9 @@ interface NativeModelHandle {
 }
 
 type ModuleLoaderConfig = ConfigOf<typeof ModuleLoader>;
+
+/** A Learner: the model it starts from (its model configuration, drawn from its seed). */
+type LearnerSource = ConfigOf<typeof Learner>;
 
 const WEIGHTS = "model.safetensors";
 
@@ -132,9 +145,19 @@ function isTextPairs(records: FeatureRecords | readonly TokenPair[]): records is
  * Opens a trained model: `result.learned_model` (or `result.loaders.learned_model`), a
  * checkpoint or best directory, or any `model.safetensors`. Given a model configuration instead,
  * opens the model as that configuration builds it: a `CrossEncoder` or `BiEncoder` with its
- * pretrained Hugging Face weights, to score or embed before (or without) fine-tuning.
+ * pretrained Hugging Face weights, to score or embed before (or without) fine-tuning. Given a
+ * Learner, opens the model its run starts from: its model configuration with what it draws (a
+ * new head) drawn from the Learner's seed.
  */
-export function loadModel(source: string | ModuleLoaderConfig | ModelConfig, options: LoadModelOptions = {}): TrainedModel {
+export function loadModel(source: string | ModuleLoaderConfig | ModelConfig | LearnerSource, options: LoadModelOptions = {}): TrainedModel {
+  let seed = options.seed ?? 0;
+  if (Learner.is(source)) {
+    if (initTasksOf(source).length > 0) {
+      throw new ConfigError("learner.__init_tasks__", "loads weights before training: open the initialisation task's loader instead");
+    }
+    seed = source.random.seed;
+    source = source.model as ModelConfig;
+  }
   const pretrained = typeof source === "object" && !isLoader(source);
   const weights = pretrained ? "" : weightsFile(isLoader(source) ? source.path : (source as string));
   const model = pretrained
@@ -144,7 +167,7 @@ export function loadModel(source: string | ModuleLoaderConfig | ModelConfig, opt
   const { binding } = loadNative();
   const Native = (binding as unknown as { NativeModel: new () => NativeModelHandle }).NativeModel;
   const handle = new Native();
-  unwrapOutcome(handle.open(JSON.stringify(toWire(model)), weights, options.device ?? "auto"));
+  unwrapOutcome(handle.open(JSON.stringify(toWire(model)), weights, options.device ?? "auto", seed, options.numThreads ?? null));
   const scoreText = (pairs: readonly TokenPair[]): Float32Array =>
     Float32Array.from(
       unwrapOutcome<number[]>(

@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 
 /** The raw bytes, dtype and shape of each tensor of a safetensors file. */
 export function readSafetensors(file: string): Map<string, { dtype: string; shape: number[]; data: Buffer }> {
@@ -15,4 +15,18 @@ export function readSafetensors(file: string): Map<string, { dtype: string; shap
     tensors.set(name, { dtype: t.dtype, shape: t.shape, data: body.subarray(t.data_offsets[0], t.data_offsets[1]) });
   }
   return tensors;
+}
+
+/** Writes tensors as `readSafetensors` returns them into a safetensors file. */
+export function writeSafetensors(file: string, tensors: ReadonlyMap<string, { dtype: string; shape: number[]; data: Buffer }>): void {
+  const header: Record<string, { dtype: string; shape: number[]; data_offsets: [number, number] }> = {};
+  let offset = 0;
+  for (const [name, t] of tensors) {
+    header[name] = { dtype: t.dtype, shape: t.shape, data_offsets: [offset, offset + t.data.length] };
+    offset += t.data.length;
+  }
+  const json = Buffer.from(JSON.stringify(header), "utf8");
+  const length = Buffer.alloc(8);
+  length.writeBigUInt64LE(BigInt(json.length));
+  writeFileSync(file, Buffer.concat([length, json, ...[...tensors.values()].map((t) => t.data)]));
 }

@@ -9,7 +9,9 @@ use napi::{Env, Task};
 use napi_derive::napi;
 use serde_json::json;
 use xpm_torch_core::data::ScoreInput;
-use xpm_torch_core::models::{features_input, scoring_device, text_input, TrainedModel};
+use xpm_torch_core::models::{
+    features_input, scoring_device, text_input, OpenOptions, TrainedModel,
+};
 use xpm_torch_core::Error;
 
 use crate::outcome;
@@ -112,15 +114,32 @@ impl NativeModel {
         NativeModel { model: None }
     }
 
-    /// Builds the model of `config_json`, loads `weights` (none when empty) and places it on
-    /// `device` (`cpu`, `cuda`, `cuda:<n>` or `auto`; default `cpu`); returns the outcome JSON.
+    /// Builds the model of `config_json` drawing what it draws from `seed` (as a Learner with
+    /// that seed), loads `weights` (none when empty), places it on `device` (`cpu`, `cuda`,
+    /// `cuda:<n>` or `auto`; default `cpu`) and scores with `num_threads` intra-op threads
+    /// (default: the process's); returns the outcome JSON.
     #[napi]
-    pub fn open(&mut self, config_json: String, weights: String, device: Option<String>) -> String {
+    pub fn open(
+        &mut self,
+        config_json: String,
+        weights: String,
+        device: Option<String>,
+        seed: Option<i64>,
+        num_threads: Option<i32>,
+    ) -> String {
         let opened = catch(|| {
             let device = scoring_device(device.as_deref().unwrap_or("cpu"))?;
+            let seed = u64::try_from(seed.unwrap_or(0))
+                .map_err(|_| Error::config("seed", "must be a non-negative integer"))?;
             // An empty path opens the model as its configuration builds it (pretrained weights).
             let weights = (!weights.is_empty()).then(|| Path::new(&weights));
-            TrainedModel::open_on(&config_json, weights, device)
+            let options = OpenOptions {
+                weights,
+                device,
+                seed,
+                num_threads,
+            };
+            TrainedModel::open_with(&config_json, options)
         });
         outcome::to_json(opened.map(|m| {
             self.model = Some(Arc::new(Mutex::new(m)));

@@ -656,7 +656,7 @@ pub(crate) fn build(
     )?);
     let mut model = models::build(
         &config.model,
-        &mut Rng::derive(seed, "model/init"),
+        &mut Rng::derive(seed, models::MODEL_INIT_STREAM),
         "learner.model",
     )?;
     // Before sharing and freezing, as Python runs init tasks before the Learner.

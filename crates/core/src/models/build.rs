@@ -9,6 +9,10 @@ use crate::config::AnyModule;
 use crate::rng::Rng;
 use crate::Result;
 
+/// The stream of a run's seed that a model's new parameters are drawn from (see
+/// [`crate::rng::Rng::derive`]): a Learner's, and a model opened with that seed.
+pub const MODEL_INIT_STREAM: &str = "model/init";
+
 /// The model `config` describes, its parameters drawn from `rng` (`path` names the config in
 /// errors, e.g. `learner.model`).
 ///

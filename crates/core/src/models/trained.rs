@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use super::{build, load_weights, Model};
+use super::{build, load_weights, Model, MODEL_INIT_STREAM};
 use crate::config::AnyModule;
 use crate::data::{EncodedRows, ScoreInput, TextEncoding, TokenTable};
 use crate::rng::Rng;
@@ -19,6 +19,32 @@ pub struct TrainedModel {
     /// How a pretrained text model encodes texts (its tokenizers).
     text: Option<TextEncoding>,
     config: AnyModule,
+    /// Intra-op threads of its scoring (per thread in libtorch: set on the thread that scores).
+    threads: Option<i32>,
+}
+
+/// Restores the calling thread's intra-op thread count when dropped.
+struct ThreadCount(i32);
+
+impl Drop for ThreadCount {
+    fn drop(&mut self) {
+        tch::set_num_threads(self.0);
+    }
+}
+
+/// How [`TrainedModel::open_with`] opens a model.
+#[derive(Debug, Clone, Copy)]
+pub struct OpenOptions<'a> {
+    /// The weights to load (a `model.safetensors`); without, the model as its configuration
+    /// builds it: a pretrained text model with its Hugging Face weights.
+    pub weights: Option<&'a Path>,
+    /// Where the parameters go (see [`scoring_device`]).
+    pub device: tch::Device,
+    /// The seed of what the configuration draws (a new head), as a Learner with
+    /// `random.seed` = `seed` draws it: the model such a run starts from.
+    pub seed: u64,
+    /// Intra-op CPU threads while scoring and embedding (default: the process's).
+    pub num_threads: Option<i32>,
 }
 
 /// The device `name` names: `cpu`, `cuda`, `cuda:<n>`, or `auto` (the first GPU when there is
@@ -69,18 +95,34 @@ impl TrainedModel {
     /// [`Error::Config`] for a configuration that is not a model (path `model`),
     /// [`Error::Checkpoint`] for weights that do not fit (see [`load_weights`]).
     pub fn open(config_json: &str, weights: &Path) -> Result<Self> {
-        Self::open_on(config_json, Some(weights), tch::Device::Cpu)
+        Self::open_with(
+            config_json,
+            OpenOptions {
+                weights: Some(weights),
+                device: tch::Device::Cpu,
+                seed: 0,
+                num_threads: None,
+            },
+        )
     }
 
-    /// [`TrainedModel::open`], with the parameters on `device` (see [`scoring_device`]).
-    /// Without `weights`, the model is as its configuration builds it: a pretrained text model
-    /// with its Hugging Face weights.
+    /// [`TrainedModel::open`] as `options` say (see [`scoring_device`] for the device).
     ///
     /// # Errors
-    /// As [`TrainedModel::open`], and a libtorch error while moving the parameters.
-    pub fn open_on(config_json: &str, weights: Option<&Path>, device: tch::Device) -> Result<Self> {
+    /// As [`TrainedModel::open`]; [`Error::Config`] (path `num_threads`) for a thread count
+    /// below 1; a libtorch error while moving the parameters.
+    pub fn open_with(config_json: &str, options: OpenOptions<'_>) -> Result<Self> {
+        let OpenOptions {
+            weights,
+            device,
+            seed,
+            num_threads,
+        } = options;
+        if num_threads.is_some_and(|n| n < 1) {
+            return Err(Error::config("num_threads", "must be at least 1"));
+        }
         let config = crate::config::parse_model(config_json)?;
-        let mut model = build(&config, &mut Rng::new(0), "model")?;
+        let mut model = build(&config, &mut Rng::derive(seed, MODEL_INIT_STREAM), "model")?;
         if let Some(weights) = weights {
             load_weights(model.as_ref(), weights)?;
         }
@@ -99,7 +141,18 @@ impl TrainedModel {
             device,
             text,
             config,
+            threads: num_threads,
         })
+    }
+
+    /// Sets this model's thread count on the calling thread, which is about to score, until
+    /// the guard drops (the thread may be Node's own, or a worker shared with other models).
+    fn use_threads(&self) -> ThreadCount {
+        let before = tch::get_num_threads();
+        if let Some(n) = self.threads {
+            tch::set_num_threads(n);
+        }
+        ThreadCount(before)
     }
 
     /// Saves a text model as Hugging Face directories under `out` (see
@@ -134,6 +187,7 @@ impl TrainedModel {
     ) -> Result<Vec<f32>> {
         same_count(queries.len(), documents.len())?;
         let encoding = self.encoding()?;
+        let _threads = self.use_threads();
         let mut scores = Vec::with_capacity(queries.len());
         for (q, d) in queries
             .chunks(batch_size.max(1))
@@ -164,6 +218,7 @@ impl TrainedModel {
             )),
         };
         let _no_grad = tch::no_grad_guard();
+        let _threads = self.use_threads();
         let mut vectors = Vec::with_capacity(texts.len());
         for chunk in texts.chunks(batch_size.max(1)) {
             let inputs: Vec<TextInput> = chunk.iter().map(|t| TextInput::Single(t)).collect();
@@ -188,6 +243,7 @@ impl TrainedModel {
     /// # Errors
     /// [`Error::Config`] when the model cannot score this kind of input; a libtorch error.
     pub fn score(&self, input: &ScoreInput, batch_size: usize) -> Result<Vec<f32>> {
+        let _threads = self.use_threads();
         let scores = score_rows(self.model.as_ref(), self.device, input, batch_size);
         release_cpu_tensor_cache();
         scores
@@ -301,5 +357,60 @@ mod device_tests {
         );
         let err = scoring_device("tpu").unwrap_err().to_string();
         assert!(err.contains("unknown device \"tpu\""), "{err}");
+    }
+}
+
+#[cfg(test)]
+mod open_tests {
+    use super::*;
+
+    const MLP: &str = r#"{"__xpmtype__":"xpm_torch.models.MLP","input_dim":4,"hidden_dims":[8],"activation":"relu","dropout":0.0,"layer_norm":false}"#;
+
+    fn open(seed: u64, num_threads: Option<i32>) -> Result<TrainedModel> {
+        TrainedModel::open_with(
+            MLP,
+            OpenOptions {
+                weights: None,
+                device: tch::Device::Cpu,
+                seed,
+                num_threads,
+            },
+        )
+    }
+
+    fn first_weights(model: &TrainedModel) -> Vec<f32> {
+        let p = &model.model.named_parameters()[0].tensor;
+        Vec::<f32>::try_from(p.f_flatten(0, -1).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn scoring_runs_on_the_thread_count_asked_for_and_gives_the_thread_its_own_back() {
+        tch::set_num_threads(2);
+        let model = open(0, Some(1)).unwrap();
+        {
+            let _threads = model.use_threads();
+            assert_eq!(tch::get_num_threads(), 1);
+        }
+        assert_eq!(tch::get_num_threads(), 2);
+        let err = open(0, Some(0)).err().unwrap().to_string();
+        assert_eq!(err, "num_threads: must be at least 1");
+    }
+
+    #[test]
+    fn what_a_configuration_draws_comes_from_the_seed_as_a_learner_draws_it() {
+        let (a, b, c) = (
+            open(3, None).unwrap(),
+            open(3, None).unwrap(),
+            open(4, None).unwrap(),
+        );
+        assert_eq!(first_weights(&a), first_weights(&b));
+        assert_ne!(first_weights(&a), first_weights(&c));
+        let config = crate::config::parse_model(MLP).unwrap();
+        let learner = build(&config, &mut Rng::derive(3, MODEL_INIT_STREAM), "m").unwrap();
+        let p = &learner.named_parameters()[0].tensor;
+        assert_eq!(
+            first_weights(&a),
+            Vec::<f32>::try_from(p.f_flatten(0, -1).unwrap()).unwrap()
+        );
     }
 }
