@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // One MiniLM cross-encoder fine-tuning on the data of text-ranking-data.mjs, validated by
 // re-ranking the dev run (MRR@10) before the first step and after every epoch. Prints one JSON
-// object: the MRR@10 after each epoch, the training losses, and the process's peak resident
+// object: the MRR@10 before training and after each epoch, the training losses, and the process's peak resident
 // memory (VmHWM) when the first validation started (setup and training only) and at the end
 // (with validation).
 //
@@ -77,6 +77,7 @@ export function textRankingLearner(job) {
     ],
     max_epochs: job.epochs,
     steps_per_epoch: job.stepsPerEpoch,
+    validate_at_start: true,
     fabric_config: FabricConfiguration.C({ num_threads: job.threads }),
     listeners: [
       RankingValidationListener.C({
@@ -109,7 +110,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     quiet: !job.progress,
     onValidation: (v) => {
       if (v.done !== 0) return;
-      trainingPeak ??= peakMiB();
+      if (v.epoch > 0) trainingPeak ??= peakMiB();
       peaks.push([`epoch ${v.epoch} validation starts`, peakMiB()]);
     },
     onEpoch: (e) => peaks.push([`epoch ${e.epoch} ends`, peakMiB()]),
@@ -117,7 +118,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   console.log(
     JSON.stringify({
       seed: job.seed,
-      mrr10: result.epochs.map((e) => e.metrics["dev/mrr@10"]),
+      mrr10: [result.start_metrics?.["dev/mrr@10"], ...result.epochs.map((e) => e.metrics["dev/mrr@10"])],
       losses: result.epochs.map((e) => e.loss),
       stepsPerSecond: result.epochs.map((e) => e.stepsPerSecond),
       validationSeconds: result.epochs.map((e) => e.validationSeconds),

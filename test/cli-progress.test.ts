@@ -155,6 +155,43 @@ describe("run events", () => {
   });
 });
 
+describe("the validation before the first step and the losses of every step", () => {
+  it("are in the result, and survive an interruption inside an epoch", async () => {
+    const { learn } = await import("../ts/learn.js");
+    const { demoLearner } = await import("../ts/demo-config.js");
+    const { Learner } = await import("../ts/index.js");
+    const { mkdtempSync } = await import("node:fs");
+    const { tmpdir } = await import("node:os");
+    const { join } = await import("node:path");
+    const config = Learner.C({ ...demoLearner({ max_epochs: 2, steps_per_epoch: 300, seed: 9 }), validate_at_start: true, step_losses: true });
+    const plain = await learn(config, { workspace: mkdtempSync(join(tmpdir(), "xpm-start-")), quiet: true });
+    const start = plain.start_metrics!["heldout/pairwise_accuracy"]!;
+    // The untrained model ranks about as well as chance; training does better.
+    expect(start).toBeGreaterThan(0);
+    expect(plain.epochs[1]!.metrics["heldout/pairwise_accuracy"]!).toBeGreaterThan(start);
+    for (const epoch of plain.epochs) {
+      expect(epoch.stepLosses).toHaveLength(300);
+      const mean = epoch.stepLosses!.reduce((a, b) => a + b, 0) / 300;
+      expect(mean).toBeCloseTo(epoch.loss, 5);
+    }
+
+    const workspace = mkdtempSync(join(tmpdir(), "xpm-start-resumed-"));
+    const abort = new AbortController();
+    const first = learn(config, {
+      workspace,
+      quiet: true,
+      handleSignals: false,
+      signal: abort.signal,
+      onProgress: (p) => p.step > 400 && abort.abort(),
+    });
+    await expect(first).rejects.toThrow();
+    const resumed = await learn(config, { workspace, quiet: true });
+    expect(resumed.resumed_from).not.toBeNull();
+    expect(resumed.start_metrics).toEqual(plain.start_metrics);
+    expect(resumed.epochs.map((e) => e.stepLosses)).toEqual(plain.epochs.map((e) => e.stepLosses));
+  });
+});
+
 describe("step events", () => {
   it("carry the epoch's running loss, which ends at the epoch's loss", async () => {
     const { learn } = await import("../ts/learn.js");

@@ -27,6 +27,8 @@ export interface EpochReport {
   readonly stepsPerSecond: number;
   /** Seconds the listeners took at the end of the epoch (validation, TypeScript listeners). */
   readonly validationSeconds: number;
+  /** The training loss of each of the epoch's steps, when the Learner's `step_losses` is true. */
+  readonly stepLosses?: readonly number[];
 }
 
 /** Where a run starts, reported once before its first step. */
@@ -100,6 +102,8 @@ export interface LearnResult {
   readonly resumed_from: string | null;
   /** What went wrong without stopping the run (damaged checkpoints that were skipped, ...). */
   readonly warnings: readonly string[];
+  /** The validation listeners' metrics before the first step, when the Learner's `validate_at_start` is true. */
+  readonly start_metrics: Readonly<Record<string, number>> | null;
   /** The job directory (holds params.json, logs, checkpoints). */
   readonly jobDir: string;
   /** The task's identifier. */

@@ -1,6 +1,6 @@
 import { configOf, defineConfig } from "../class.js";
 import { generated, meta, param } from "../declare.js";
-import { int, list, str } from "../types.js";
+import { bool, int, list, str } from "../types.js";
 import { Hook, Module, Random } from "./base.js";
 import { FabricConfiguration } from "./configuration.js";
 import { ParameterOptimizer } from "./optim.js";
@@ -40,6 +40,12 @@ export const Learner = defineConfig(
     checkpoint_keep: meta(int((s) => s.min(1)))
       .default(1)
       .help("The newest epoch checkpoints kept besides each listener's best epoch (1: the last, which resume needs)"),
+    validate_at_start: meta(bool())
+      .default(false)
+      .help("Runs the validation listeners once before the first step (epoch 0): where the run starts, in the result's start_metrics and at step 0 in TensorBoard (no best, no stop vote)"),
+    step_losses: meta(bool())
+      .default(false)
+      .help("Keeps the training loss of every step in its epoch's report (stepLosses), besides the epoch's mean"),
   },
   {
     kind: "task",

@@ -15,6 +15,7 @@ mod output;
 mod recovery_tests;
 mod reproducibility;
 mod run;
+mod step_losses;
 mod trainers;
 
 pub use context::*;

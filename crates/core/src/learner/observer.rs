@@ -27,6 +27,9 @@ pub struct EpochReport {
     /// Seconds the listeners took at the end of the epoch (validation, TypeScript listeners).
     #[serde(default)]
     pub validation_seconds: f64,
+    /// The training loss of each of the epoch's steps, when the Learner's `step_losses` asks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub step_losses: Vec<f64>,
 }
 
 /// Progress inside an epoch.

@@ -24,6 +24,9 @@ pub struct LearnOutput {
     pub resumed_from: Option<String>,
     /// What went wrong without stopping the run (skipped checkpoints, ...).
     pub warnings: Vec<String>,
+    /// The validation listeners' metrics before the first step, when the Learner's
+    /// `validate_at_start` asks.
+    pub start_metrics: Option<BTreeMap<String, f64>>,
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ use super::checkpoint::{
 use super::distributed::Distributed;
 use super::listeners::{ListenerStatus, ListenerView};
 use super::reproducibility::reproducibility_warnings;
+use super::step_losses::StepLosses;
 use super::{
     EpochReport, LearnOutput, Observer, RunStart, StepProgress, TrainerContext, ValidationProgress,
 };
@@ -70,6 +71,10 @@ pub fn learn(
     let step = training.ctx.step;
     call_hooks(training.observer, &init_hooks, "after", config, 0, step)?;
     training.report_start(&at)?;
+    let fresh = at.epoch == 0 && at.steps_in_epoch == 0;
+    if config.validate_at_start && fresh && training.output.start_metrics.is_none() {
+        training.validate_start()?;
+    }
     training.epochs(at, cancel)?;
     Ok(training.finish())
 }
@@ -226,6 +231,7 @@ struct Training<'a> {
     ctx: TrainerContext,
     step_hooks: Vec<JsHook>,
     heap: HeapTrimmer,
+    step_losses: StepLosses,
     output: LearnOutput,
     warnings: Vec<String>,
 }
@@ -270,6 +276,7 @@ impl<'a> Training<'a> {
         }
         let ctx = trainer_context(config, &dist, &run, &progress);
         let at = StartAt::of(&progress)?;
+        let step_losses = StepLosses::new(config.step_losses, progress.partial_step_losses);
         let output = LearnOutput {
             epochs: progress.history,
             listeners: Default::default(),
@@ -278,6 +285,7 @@ impl<'a> Training<'a> {
             stopped: progress.stopped,
             resumed_from: from.map(|d| d.display().to_string()),
             warnings: Vec::new(),
+            start_metrics: progress.start_metrics,
         };
         // The run's CPU tensors from here on are reused step after step (see HeapTrimmer).
         install_cpu_tensor_cache()?;
@@ -291,6 +299,7 @@ impl<'a> Training<'a> {
             ctx,
             step_hooks,
             heap: HeapTrimmer::new(std::time::Duration::from_secs(1)),
+            step_losses,
             output,
             warnings,
         };
@@ -378,6 +387,7 @@ impl<'a> Training<'a> {
             before,
         )?;
         let loss = train_step(&mut self.run, &mut self.ctx, &self.dist)?;
+        self.step_losses.push(&loss)?;
         self.heap.after_step();
         self.report_warnings();
         let sum = match loss_sum {
@@ -422,6 +432,8 @@ impl<'a> Training<'a> {
             history: self.output.epochs.clone(),
             checkpoints: self.output.checkpoints.clone(),
             stopped: None,
+            start_metrics: self.output.start_metrics.clone(),
+            partial_step_losses: self.step_losses.values()?,
         };
         let root = self.root.as_deref().filter(|_| self.dist.is_writer());
         Ok(interrupt(&self.run, &at, &ranks, root))
@@ -442,6 +454,7 @@ impl<'a> Training<'a> {
             metrics: validated.metrics,
             steps_per_second: trained.steps_per_second,
             validation_seconds,
+            step_losses: self.step_losses.take()?,
         };
         self.observer.on_epoch(&report)?;
         self.output.epochs.push(report);
@@ -482,6 +495,32 @@ impl<'a> Training<'a> {
             self.ctx.log_scalar(&format!("train/{key}"), *value)?;
         }
         Ok((loss, train))
+    }
+
+    /// The validation before the first step: what each listener measures of the model the run
+    /// starts from, logged at step 0 and kept in the output (no best, no vote).
+    fn validate_start(&mut self) -> Result<()> {
+        self.run.model.set_training(false);
+        let mut metrics = BTreeMap::new();
+        for listener in &mut self.run.listeners {
+            self.observer.on_validation(ValidationProgress {
+                epoch: 0,
+                listener: listener.id(),
+                done: 0,
+                total: 0,
+                unit: "",
+            })?;
+            let model = self.run.model.as_ref();
+            metrics.extend(listener.measure(0, model, &mut self.ctx, self.observer)?);
+        }
+        self.run.model.set_training(true);
+        self.report_warnings();
+        for (tag, value) in &metrics {
+            self.ctx.log_scalar(tag, *value)?;
+        }
+        self.ctx.flush()?;
+        self.output.start_metrics = Some(metrics);
+        Ok(())
     }
 
     /// Calls the listeners (the model in evaluation mode) and logs what they measured.
@@ -564,6 +603,7 @@ impl<'a> Training<'a> {
             step: self.ctx.step,
             history: self.output.epochs.clone(),
             stopped: self.output.stopped.clone(),
+            start_metrics: self.output.start_metrics.clone(),
             ..Progress::default()
         };
         let bests: Vec<u64> = self

@@ -36,6 +36,12 @@ pub(crate) struct Progress {
     /// Checkpoints written before this field existed have none (not stopped).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<String>,
+    /// The metrics of the validation before the first step, when there was one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_metrics: Option<BTreeMap<String, f64>>,
+    /// That unfinished epoch's step losses, when they are kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub partial_step_losses: Vec<f64>,
 }
 
 /// What differs between the ranks of a data-parallel run: each samples its own share of the

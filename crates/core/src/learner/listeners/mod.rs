@@ -71,6 +71,17 @@ pub(crate) trait Listener: Send {
         ctx: &mut TrainerContext,
         observer: &mut dyn Observer,
     ) -> Result<ListenerCall>;
+    /// Measures the model without tracking a best or voting: the validation before the first
+    /// step (`epoch` 0). Listeners that do not validate measure nothing.
+    fn measure(
+        &mut self,
+        _epoch: u64,
+        _model: &dyn Model,
+        _ctx: &mut TrainerContext,
+        _observer: &mut dyn Observer,
+    ) -> Result<BTreeMap<String, f64>> {
+        Ok(BTreeMap::new())
+    }
     /// Every how many epochs it runs (what the progress display plans validations with).
     fn interval(&self) -> u64 {
         1

@@ -81,6 +81,29 @@ pub(crate) struct ValidationListener<V> {
     pub schedule: ValidationSchedule,
 }
 
+impl<V: Validator> ValidationListener<V> {
+    /// The validator's measures at the end of `epoch`, its progress told to `observer`.
+    fn measures(
+        &mut self,
+        epoch: u64,
+        model: &dyn Model,
+        ctx: &mut TrainerContext,
+        observer: &mut dyn Observer,
+    ) -> Result<Measures> {
+        let listener = self.id.as_str();
+        let mut progress = |done, total| {
+            observer.on_validation(ValidationProgress {
+                epoch,
+                listener,
+                done,
+                total,
+                unit: "batches",
+            })
+        };
+        self.validator.measure(listener, model, ctx, &mut progress)
+    }
+}
+
 impl<V: Validator> Listener for ValidationListener<V> {
     fn id(&self) -> &str {
         &self.id
@@ -99,19 +122,7 @@ impl<V: Validator> Listener for ValidationListener<V> {
         }
         let mut logged = BTreeMap::new();
         if self.schedule.due(epoch) {
-            let listener = self.id.as_str();
-            let mut progress = |done, total| {
-                observer.on_validation(ValidationProgress {
-                    epoch,
-                    listener,
-                    done,
-                    total,
-                    unit: "batches",
-                })
-            };
-            let measures = self
-                .validator
-                .measure(listener, model, ctx, &mut progress)?;
+            let measures = self.measures(epoch, model, ctx, observer)?;
             if self.schedule.tracks(epoch) {
                 self.bests.observe(&measures.tracked, epoch, model)?;
             }
@@ -122,6 +133,16 @@ impl<V: Validator> Listener for ValidationListener<V> {
             status: self.schedule.vote(self.bests.best_epoch(), epoch),
             metrics: logged,
         })
+    }
+
+    fn measure(
+        &mut self,
+        epoch: u64,
+        model: &dyn Model,
+        ctx: &mut TrainerContext,
+        observer: &mut dyn Observer,
+    ) -> Result<BTreeMap<String, f64>> {
+        Ok(self.measures(epoch, model, ctx, observer)?.logged)
     }
 
     fn interval(&self) -> u64 {
