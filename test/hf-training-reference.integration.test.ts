@@ -1,6 +1,8 @@
 // Fine-tuning step by step against PyTorch + transformers: the same start (weights and head), the
 // same batch, dropout off, AdamW with transformers' linear warm-up and decay. The reference is
-// crates/core/tests/fixtures/hf/training, written by scripts/fixtures/gen_hf_training.py.
+// crates/core/tests/fixtures/hf/training, written by scripts/fixtures/gen_hf_training.py; to
+// compare on another model, point XPM_TORCH_HF_TRAINING at that script's output for it, e.g.
+// all-MiniLM-L6-v2 (--model <its directory> --out /tmp/minilm-training).
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -24,7 +26,7 @@ import {
 } from "../ts/index.js";
 import { readSafetensors } from "./helpers/safetensors.js";
 
-const FIXTURE = resolve("crates/core/tests/fixtures/hf/training");
+const FIXTURE = resolve(process.env.XPM_TORCH_HF_TRAINING ?? "crates/core/tests/fixtures/hf/training");
 const ZERO_GRADIENT = /(attention\.self\.key\.bias|^classifier\.bias)$/;
 
 interface Expected {
