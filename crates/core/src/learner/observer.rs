@@ -77,6 +77,19 @@ pub struct ValidationProgress<'a> {
     pub unit: &'static str,
 }
 
+impl<'a> ValidationProgress<'a> {
+    /// Listener `listener` starts validating the model of `epoch` (0: before the first step).
+    pub fn starting(epoch: u64, listener: &'a str) -> Self {
+        ValidationProgress {
+            epoch,
+            listener,
+            done: 0,
+            total: 0,
+            unit: "",
+        }
+    }
+}
+
 /// Scores rows with the model being trained (evaluation mode, no gradients), for a listener
 /// written in JavaScript.
 pub type ListenerScorer<'a> = dyn FnMut(&crate::data::ScoreInput) -> Result<Vec<f32>> + 'a;

@@ -503,13 +503,8 @@ impl<'a> Training<'a> {
         self.run.model.set_training(false);
         let mut metrics = BTreeMap::new();
         for listener in &mut self.run.listeners {
-            self.observer.on_validation(ValidationProgress {
-                epoch: 0,
-                listener: listener.id(),
-                done: 0,
-                total: 0,
-                unit: "",
-            })?;
+            self.observer
+                .on_validation(ValidationProgress::starting(0, listener.id()))?;
             let model = self.run.model.as_ref();
             metrics.extend(listener.measure(0, model, &mut self.ctx, self.observer)?);
         }
@@ -541,13 +536,8 @@ impl<'a> Training<'a> {
         release_free_heap();
         for listener in &mut self.run.listeners {
             if epoch.is_multiple_of(listener.interval()) {
-                self.observer.on_validation(ValidationProgress {
-                    epoch,
-                    listener: listener.id(),
-                    done: 0,
-                    total: 0,
-                    unit: "",
-                })?;
+                self.observer
+                    .on_validation(ValidationProgress::starting(epoch, listener.id()))?;
             }
             let model = self.run.model.as_ref();
             let call = listener.call(&view, model, &mut self.ctx, self.observer)?;
