@@ -163,15 +163,15 @@ describe("the validation before the first step and the losses of every step", ()
     const { mkdtempSync } = await import("node:fs");
     const { tmpdir } = await import("node:os");
     const { join } = await import("node:path");
-    const config = Learner.C({ ...demoLearner({ max_epochs: 2, steps_per_epoch: 300, seed: 9 }), validate_at_start: true, step_losses: true });
+    const config = Learner.C({ ...demoLearner({ max_epochs: 2, steps_per_epoch: 3000, seed: 9 }), validate_at_start: true, step_losses: true });
     const plain = await learn(config, { workspace: mkdtempSync(join(tmpdir(), "xpm-start-")), quiet: true });
     const start = plain.start_metrics!["heldout/pairwise_accuracy"]!;
     // The untrained model ranks about as well as chance; training does better.
     expect(start).toBeGreaterThan(0);
     expect(plain.epochs[1]!.metrics["heldout/pairwise_accuracy"]!).toBeGreaterThan(start);
     for (const epoch of plain.epochs) {
-      expect(epoch.stepLosses).toHaveLength(300);
-      const mean = epoch.stepLosses!.reduce((a, b) => a + b, 0) / 300;
+      expect(epoch.stepLosses).toHaveLength(3000);
+      const mean = epoch.stepLosses!.reduce((a, b) => a + b, 0) / 3000;
       expect(mean).toBeCloseTo(epoch.loss, 5);
     }
 
@@ -182,7 +182,8 @@ describe("the validation before the first step and the losses of every step", ()
       quiet: true,
       handleSignals: false,
       signal: abort.signal,
-      onProgress: (p) => p.step > 400 && abort.abort(),
+      // Inside the second epoch, which is long enough to stop in on a fast machine.
+      onProgress: (p) => p.step > 3000 && abort.abort(),
     });
     await expect(first).rejects.toThrow();
     const resumed = await learn(config, { workspace, quiet: true });

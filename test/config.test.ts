@@ -82,12 +82,12 @@ const SPEC: Record<string, Expected> = {
 };
 // Parameters of ours, after the spec's.
 const EXTENSIONS: Record<string, string[]> = {
-  "xpm_torch.learner.Learner": ["checkpoint_keep"],
+  "xpm_torch.learner.Learner": ["checkpoint_keep", "validate_at_start", "step_losses"],
   "xpm_torch.configuration.FabricConfiguration": ["num_threads", "deterministic"],
 };
 const META = [
   "id", "checkpoint_interval", "checkpoint_keep", "batcher", "num_nodes", "devices", "strategy", "accelerator", "num_threads",
-  "deterministic",
+  "deterministic", "validate_at_start", "step_losses",
 ];
 
 describe("the spec's configuration classes", () => {

@@ -46,6 +46,8 @@ export class ProgressState {
   private trainedSteps = 0;
   private latest: StepProgress | undefined;
   private loss: number | undefined;
+  /** The last epoch's training speed, as the core measured it. */
+  private epochRate = Number.NaN;
   private intervals: readonly number[] = [];
   /** The last epoch whose end was reported (or that a resumed run starts after). */
   private epochsEnded = 0;
@@ -94,6 +96,7 @@ export class ProgressState {
     if (this.validating) this.validationSeconds.push(report.validationSeconds);
     this.validating = undefined;
     this.loss = report.loss;
+    this.epochRate = report.stepsPerSecond;
     this.latest = {
       epoch: report.epoch,
       step: report.step,
@@ -139,7 +142,8 @@ export class ProgressState {
     const p = this.latest;
     if (!p) return undefined;
     const t = this.now();
-    const rate = this.trainedSeconds > 0 ? this.trainedSteps / this.trainedSeconds : Number.NaN;
+    // Fast epochs may report one step event each: then the core's measure of the last epoch.
+    const rate = this.trainedSeconds > 0 ? this.trainedSteps / this.trainedSeconds : this.epochRate;
     const perEpoch = this.shape.stepsPerEpoch;
     const inEpoch = p.step - (p.epoch - 1) * perEpoch;
     const stepsLeft = p.totalSteps - p.step;
