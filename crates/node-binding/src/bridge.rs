@@ -314,6 +314,12 @@ impl JsData for JsBridge {
     }
 }
 
+/// Whether an event throttled to one per [`STEP_EVENT_INTERVAL`] may go, the last having gone
+/// at `last`.
+fn interval_passed(last: Option<Instant>) -> bool {
+    last.is_none_or(|t| t.elapsed() >= STEP_EVENT_INTERVAL)
+}
+
 /// Forwards the loop's reports to JavaScript (every epoch, awaited; the start, and steps and
 /// validation progress at most every 100 ms, not awaited) and runs the listeners, hooks and samplers written in JavaScript.
 pub struct JsObserver {
@@ -336,8 +342,7 @@ impl JsObserver {
     }
 
     fn step_event_due(&self) -> bool {
-        self.last_step_event
-            .is_none_or(|t| t.elapsed() >= STEP_EVENT_INTERVAL)
+        interval_passed(self.last_step_event)
     }
 
     fn ask(&self, kind: &str, request: Value, what: &str) -> Result<Value> {
@@ -365,10 +370,7 @@ impl Observer for JsObserver {
     /// A listener's first and last reports always go; those between at most every 100 ms.
     fn on_validation(&mut self, progress: ValidationProgress<'_>) -> Result<()> {
         let edge = progress.done == 0 || progress.done == progress.total;
-        let due = self
-            .last_validation_event
-            .is_none_or(|t| t.elapsed() >= STEP_EVENT_INTERVAL);
-        if edge || due {
+        if edge || interval_passed(self.last_validation_event) {
             self.last_validation_event = Some(Instant::now());
             self.bridge
                 .report(json!({ "kind": "validation", "progress": progress }));

@@ -18,9 +18,7 @@ use super::distributed::Distributed;
 use super::listeners::{ListenerStatus, ListenerView};
 use super::reproducibility::reproducibility_warnings;
 use super::step_losses::StepLosses;
-use super::{
-    EpochReport, LearnOutput, Observer, RunStart, StepProgress, TrainerContext, ValidationProgress,
-};
+use super::{EpochReport, LearnOutput, Observer, RunStart, StepProgress, TrainerContext};
 use crate::config::{JsHookKind, LearnerConfig};
 use crate::data::Shard;
 use crate::distributed::DistEnv;
@@ -503,8 +501,6 @@ impl<'a> Training<'a> {
         self.run.model.set_training(false);
         let mut metrics = BTreeMap::new();
         for listener in &mut self.run.listeners {
-            self.observer
-                .on_validation(ValidationProgress::starting(0, listener.id()))?;
             let model = self.run.model.as_ref();
             metrics.extend(listener.measure(0, model, &mut self.ctx, self.observer)?);
         }
@@ -535,10 +531,6 @@ impl<'a> Training<'a> {
         // back, they do not stay resident beside it and raise the run's peak.
         release_free_heap();
         for listener in &mut self.run.listeners {
-            if epoch.is_multiple_of(listener.interval()) {
-                self.observer
-                    .on_validation(ValidationProgress::starting(epoch, listener.id()))?;
-            }
             let model = self.run.model.as_ref();
             let call = listener.call(&view, model, &mut self.ctx, self.observer)?;
             if call.status == ListenerStatus::Stop {

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::{Listener, ListenerCall, ListenerView};
 use crate::data::ScoreInput;
-use crate::learner::{Observer, TrainerContext};
+use crate::learner::{Observer, TrainerContext, ValidationProgress};
 use crate::models::{score_rows, Model};
 use crate::Result;
 
@@ -40,6 +40,7 @@ impl Listener for JsListener {
             .named_parameters()
             .first()
             .map_or(tch::Device::Cpu, |p| p.tensor.device());
+        observer.on_validation(ValidationProgress::starting(view.epoch, &self.id))?;
         let mut score = |input: &ScoreInput| score_rows(model, device, input, SCORE_BATCH_SIZE);
         let reply = observer.js_listener(&self.key, view, &mut score)?;
         self.last_output = reply.output;

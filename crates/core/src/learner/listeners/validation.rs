@@ -82,7 +82,8 @@ pub(crate) struct ValidationListener<V> {
 }
 
 impl<V: Validator> ValidationListener<V> {
-    /// The validator's measures at the end of `epoch`, its progress told to `observer`.
+    /// The validator's measures at the end of `epoch`, its start and progress told to
+    /// `observer`.
     fn measures(
         &mut self,
         epoch: u64,
@@ -91,6 +92,7 @@ impl<V: Validator> ValidationListener<V> {
         observer: &mut dyn Observer,
     ) -> Result<Measures> {
         let listener = self.id.as_str();
+        observer.on_validation(ValidationProgress::starting(epoch, listener))?;
         let mut progress = |done, total| {
             observer.on_validation(ValidationProgress {
                 epoch,
