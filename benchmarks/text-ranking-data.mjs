@@ -8,7 +8,11 @@
 // queries are entity-attribute combinations no training query asks, so the model must learn to
 // match both parts rather than remember pairs.
 //
-// Usage: node benchmarks/text-ranking-data.mjs <out dir> [--dev-queries 100] [--depth 20] [--triples 4000]
+// With --long, passages are MS MARCO-like in length: the attribute's sentence sits at a random
+// place among 6 to 14 sentences that name other cities and other attributes, so pairs fill
+// max_length 128 and some lose the sentence that answers to truncation.
+//
+// Usage: node benchmarks/text-ranking-data.mjs <out dir> [--dev-queries 100] [--depth 20] [--triples 4000] [--long]
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
@@ -76,10 +80,35 @@ function options(args) {
     const i = args.indexOf(`--${name}`);
     return i >= 0 ? Number(args[i + 1]) : fallback;
   };
-  return { devQueries: get("dev-queries", 100), depth: get("depth", 20), triples: get("triples", 4000) };
+  return {
+    devQueries: get("dev-queries", 100),
+    depth: get("depth", 20),
+    triples: get("triples", 4000),
+    long: args.includes("--long"),
+  };
 }
 
-export function generate(out, { devQueries = 100, depth = 20, triples = 4000 } = {}) {
+/** A sentence that names another city or another attribute, without the answer to any query. */
+function distractor(entity, attribute, pick) {
+  const templates = [
+    () => `many compare it with ${pick(ENTITIES)} because of its ${pick(ATTRIBUTES)[0]}`,
+    () => `a guide to ${pick(ENTITIES)} describes the ${pick(ATTRIBUTES)[0]} there at length`,
+    () => `people in ${entity} often talk about the ${pick(ATTRIBUTES.filter(([a]) => a !== attribute))[0]}`,
+    () => `the ${pick(ATTRIBUTES)[0]} of the region around ${entity} is described in many books`,
+    () => pick(FILLER),
+  ];
+  return pick(templates)();
+}
+
+/** A long passage: the answering sentence at a random place among 6 to 14 others. */
+function longPassage(entity, attribute, value, random, pick) {
+  const count = 6 + Math.floor(random() * 9);
+  const sentences = Array.from({ length: count }, () => distractor(entity, attribute, pick));
+  sentences.splice(Math.floor(random() * (count + 1)), 0, `the ${attribute} of ${entity} is ${value}`);
+  return `${entity} is a city many people visit. ${sentences.join(". ")}.`;
+}
+
+export function generate(out, { devQueries = 100, depth = 20, triples = 4000, long = false } = {}) {
   const random = rng(20261203);
   const pick = (items) => items[Math.floor(random() * items.length)];
   mkdirSync(out, { recursive: true });
@@ -88,8 +117,13 @@ export function generate(out, { devQueries = 100, depth = 20, triples = 4000 } =
   const passageOf = new Map();
   for (const entity of ENTITIES) {
     for (const [attribute, values] of ATTRIBUTES) {
-      const filler = shuffle(FILLER, random).slice(0, 3);
-      const text = `${entity} is a city many people visit. its ${attribute} is ${pick(values)}. ${filler.join(". ")}.`;
+      let text;
+      if (long) {
+        text = longPassage(entity, attribute, pick(values), random, pick);
+      } else {
+        const filler = shuffle(FILLER, random).slice(0, 3);
+        text = `${entity} is a city many people visit. its ${attribute} is ${pick(values)}. ${filler.join(". ")}.`;
+      }
       passageOf.set(`${entity}|${attribute}`, passages.length);
       passages.push(text);
     }
@@ -133,7 +167,7 @@ export function generate(out, { devQueries = 100, depth = 20, triples = 4000 } =
 if (import.meta.url === `file://${process.argv[1]}`) {
   const [out, ...rest] = process.argv.slice(2);
   if (!out) {
-    console.error("usage: node benchmarks/text-ranking-data.mjs <out dir> [--dev-queries N] [--depth N] [--triples N]");
+    console.error("usage: node benchmarks/text-ranking-data.mjs <out dir> [--dev-queries N] [--depth N] [--triples N] [--long]");
     process.exit(2);
   }
   console.log(JSON.stringify(generate(out, options(rest))));

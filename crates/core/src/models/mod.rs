@@ -12,6 +12,7 @@ mod mlp_scorer;
 mod multiple;
 mod params;
 mod placed;
+mod safetensors_file;
 mod sigmoid;
 mod torchscript;
 mod trained;

@@ -125,14 +125,16 @@ impl Params {
         self.push(name, trainable(values, shape)?)
     }
 
-    /// Adds a parameter holding a copy of `tensor` (e.g. read from a file), as float32.
-    pub fn tensor(&mut self, name: impl Into<String>, tensor: &Tensor) -> Result<ParamId> {
-        let copy = tensor
-            .f_detach_copy()?
+    /// Adds a parameter made of `tensor` (e.g. just read from a file), as float32. It keeps
+    /// `tensor`'s storage when that is float32 and contiguous already: give a tensor nothing
+    /// else holds.
+    pub fn tensor(&mut self, name: impl Into<String>, tensor: Tensor) -> Result<ParamId> {
+        let own = tensor
+            .f_detach()?
             .f_to_kind(Kind::Float)?
             .f_contiguous()?
             .set_requires_grad(true);
-        self.push(name, copy)
+        self.push(name, own)
     }
 
     /// Adds a parameter of `shape` holding `values` (row-major).
@@ -252,5 +254,23 @@ impl LayerNorm {
             self.eps,
             true,
         )?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tensor_read_for_a_parameter_becomes_it_without_a_copy() {
+        let mut params = Params::default();
+        let read = Tensor::from_slice(&[1.0f32, 2.0]);
+        let storage = read.data_ptr();
+        let id = params.tensor("w", read).unwrap();
+        assert_eq!(params.get(id).data_ptr(), storage);
+        assert!(params.get(id).requires_grad());
+        let half = Tensor::from_slice(&[1.0f32, 2.0]).to_kind(Kind::Half);
+        let id = params.tensor("h", half).unwrap();
+        assert_eq!(params.get(id).kind(), Kind::Float);
     }
 }

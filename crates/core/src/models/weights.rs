@@ -1,11 +1,9 @@
 //! Loading safetensors weights saved under PyTorch's names into a whole model ([`load_weights`])
 //! or into the part a loader names ([`load_from_loader`]); names and shapes must match exactly.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
-use tch::Tensor;
-
+use super::safetensors_file::SafetensorsFile;
 use super::{Model, NamedParameter};
 use crate::{Error, Result};
 
@@ -70,13 +68,12 @@ fn load_into(params: Vec<NamedParameter>, path: &Path) -> Result<()> {
             "no such file: give the model.safetensors of a run (or a checkpoint's model/ folder)",
         ));
     }
-    let mut saved: BTreeMap<String, Tensor> = Tensor::read_safetensors(path)
-        .map_err(|e| Error::checkpoint(&what, format!("not a readable safetensors file: {e}")))?
-        .into_iter()
-        .collect();
+    // Read one tensor at a time: the model and one tensor are in memory, never the whole file.
+    let saved = SafetensorsFile::open(path)
+        .map_err(|e| Error::checkpoint(&what, format!("not a readable safetensors file: {e}")))?;
     let missing: Vec<&str> = params
         .iter()
-        .filter(|p| !saved.contains_key(&p.name))
+        .filter(|p| !saved.contains(&p.name))
         .map(|p| p.name.as_str())
         .collect();
     if !missing.is_empty() {
@@ -85,12 +82,12 @@ fn load_into(params: Vec<NamedParameter>, path: &Path) -> Result<()> {
             format!(
                 "the file lacks the model's parameters {missing:?}; it holds {:?} \
                  (was it saved from another architecture?)",
-                saved.keys().collect::<Vec<_>>()
+                saved.names().collect::<Vec<_>>()
             ),
         ));
     }
     let unknown: Vec<&String> = saved
-        .keys()
+        .names()
         .filter(|name| !params.iter().any(|p| &p.name == *name))
         .collect();
     if !unknown.is_empty() {
@@ -100,28 +97,29 @@ fn load_into(params: Vec<NamedParameter>, path: &Path) -> Result<()> {
         ));
     }
     for p in &params {
-        let source = &saved[&p.name];
-        if source.size() != p.tensor.size() {
+        let shape = saved.shape(&p.name).unwrap_or_default();
+        if shape != p.tensor.size() {
             return Err(Error::checkpoint(
                 &what,
                 format!(
-                    "tensor {:?} has shape {:?} but the model's parameter has shape {:?}",
+                    "tensor {:?} has shape {shape:?} but the model's parameter has shape {:?}",
                     p.name,
-                    source.size(),
                     p.tensor.size()
                 ),
             ));
         }
     }
     let _no_grad = tch::no_grad_guard();
+    // A shared parameter appears under two names: the file holds it under both, and it is
+    // copied twice, from equal tensors.
     for p in &params {
-        // A shared parameter appears under two names: the file holds it under both.
-        if let Some(source) = saved.remove(&p.name) {
-            let converted = source
-                .f_to_device(p.tensor.device())?
-                .f_to_kind(p.tensor.kind())?;
-            p.tensor.shallow_clone().f_copy_(&converted)?;
-        }
+        let source = saved
+            .read(&p.name)
+            .map_err(|e| Error::checkpoint(&what, e))?;
+        let converted = source
+            .f_to_device(p.tensor.device())?
+            .f_to_kind(p.tensor.kind())?;
+        p.tensor.shallow_clone().f_copy_(&converted)?;
     }
     Ok(())
 }

@@ -85,7 +85,7 @@ pub(crate) struct Loader<'a> {
 impl Loader<'_> {
     fn tensor(&mut self, name: &str, shape: &[i64]) -> Result<ParamId> {
         let t = self.weights.base(name, shape)?;
-        self.params.tensor(join(self.prefix, name), &t)
+        self.params.tensor(join(self.prefix, name), t)
     }
 
     /// `name.weight` `[out, in]` and `name.bias` `[out]`.
@@ -103,11 +103,7 @@ impl Loader<'_> {
         fan_out: i64,
     ) -> Result<Option<Linear>> {
         let weight = format!("{name}.weight");
-        if self
-            .weights
-            .base_optional(&weight, &[fan_out, fan_in])?
-            .is_none()
-        {
+        if !self.weights.has_base(&weight, &[fan_out, fan_in])? {
             return Ok(None);
         }
         self.linear(name, fan_in, fan_out).map(Some)

@@ -66,8 +66,8 @@ impl Source<'_> {
             Some(w) => {
                 let weight = self
                     .params
-                    .tensor(&weight, &w.head(&weight, &[fan_out, fan_in])?)?;
-                let bias = self.params.tensor(&bias, &w.head(&bias, &[fan_out])?)?;
+                    .tensor(&weight, w.head(&weight, &[fan_out, fan_in])?)?;
+                let bias = self.params.tensor(&bias, w.head(&bias, &[fan_out])?)?;
                 Ok(Linear::from_ids(weight, Some(bias)))
             }
             None => new_linear(self.params, self.rng, name, fan_in, fan_out, self.std),

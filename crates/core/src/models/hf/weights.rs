@@ -3,20 +3,30 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use tch::{Kind, Tensor};
 
+use crate::models::safetensors_file::SafetensorsFile;
 use crate::{Error, Result};
 
 /// The tensors of a Hugging Face directory (`model.safetensors`, or the shards a
 /// `model.safetensors.index.json` lists), looked up by Hugging Face names with or without the
-/// base model's prefix (`bert.`, `roberta.`, ...). Floating tensors are read as float32.
+/// base model's prefix (`bert.`, `roberta.`, ...). A file's tensors are read when asked for, so
+/// that a model built from them holds its weights once; floating ones come as float32.
 #[derive(Debug)]
 pub struct HfWeights {
     /// What errors name: the file, or the index of the shards.
     origin: String,
     prefix: String,
-    tensors: BTreeMap<String, Tensor>,
+    tensors: BTreeMap<String, Stored>,
+}
+
+/// Where a tensor is: in a file (read on demand), or in memory.
+#[derive(Debug)]
+enum Stored {
+    File(Arc<SafetensorsFile>, PathBuf),
+    Memory(Tensor),
 }
 
 fn bad(file: &Path, message: impl Into<String>) -> Error {
@@ -43,19 +53,18 @@ fn shards(index: &Path) -> Result<Vec<PathBuf>> {
     Ok(files.into_iter().map(|f| dir.join(f)).collect())
 }
 
-fn read_file(file: &Path, into: &mut BTreeMap<String, Tensor>) -> Result<()> {
+fn index_file(file: &Path, into: &mut BTreeMap<String, Stored>) -> Result<()> {
     if !file.is_file() {
         return Err(bad(file, "missing (the safetensors index lists it)"));
     }
-    let tensors = Tensor::read_safetensors(file)
+    let opened = SafetensorsFile::open(file)
         .map_err(|e| bad(file, format!("not a readable safetensors file: {e}")))?;
-    for (name, tensor) in tensors {
-        let tensor = if tensor.is_floating_point() {
-            tensor.f_to_kind(Kind::Float)?
-        } else {
-            tensor
-        };
-        into.insert(name, tensor);
+    let opened = Arc::new(opened);
+    for name in opened.names() {
+        into.insert(
+            name.clone(),
+            Stored::File(Arc::clone(&opened), file.to_path_buf()),
+        );
     }
     Ok(())
 }
@@ -71,11 +80,11 @@ impl HfWeights {
         let index = dir.join("model.safetensors.index.json");
         let mut tensors = BTreeMap::new();
         let origin = if single.is_file() {
-            read_file(&single, &mut tensors)?;
+            index_file(&single, &mut tensors)?;
             single
         } else if index.is_file() {
             for shard in shards(&index)? {
-                read_file(&shard, &mut tensors)?;
+                index_file(&shard, &mut tensors)?;
             }
             index
         } else if dir.join("pytorch_model.bin").is_file() {
@@ -107,7 +116,10 @@ impl HfWeights {
         HfWeights {
             origin: origin.into(),
             prefix: prefix.to_string(),
-            tensors: tensors.into_iter().collect(),
+            tensors: tensors
+                .into_iter()
+                .map(|(name, t)| (name, Stored::Memory(t)))
+                .collect(),
         }
     }
 
@@ -131,23 +143,48 @@ impl HfWeights {
             .find(|k| self.tensors.contains_key(k))
     }
 
+    /// Tensor `key`'s shape (it must be present).
+    fn size(&self, key: &str) -> Vec<i64> {
+        match &self.tensors[key] {
+            Stored::File(file, _) => file.shape(key).unwrap_or_default().to_vec(),
+            Stored::Memory(t) => t.size(),
+        }
+    }
+
+    /// Tensor `key` as a tensor of its own (read from its file, or copied), float32 if floating.
+    fn fetch(&self, key: &str) -> Result<Tensor> {
+        let tensor = match &self.tensors[key] {
+            Stored::File(file, path) => file.read(key).map_err(|e| bad(path, e))?,
+            Stored::Memory(t) => t.f_detach_copy()?,
+        };
+        if tensor.is_floating_point() && tensor.kind() != Kind::Float {
+            return Ok(tensor.f_to_kind(Kind::Float)?);
+        }
+        Ok(tensor)
+    }
+
     fn checked(&self, key: &str, shape: &[i64], why: &str) -> Result<Tensor> {
-        let tensor = &self.tensors[key];
-        if tensor.size() != shape {
+        self.check_shape(key, shape, why)?;
+        self.fetch(key)
+    }
+
+    fn check_shape(&self, key: &str, shape: &[i64], why: &str) -> Result<()> {
+        let size = self.size(key);
+        if size != shape {
             return Err(Error::model_directory(
                 &self.origin,
                 format!(
                     "tensor {key:?} has shape {:?} but {why} needs {shape:?}; \
                      does config.json describe these weights?",
-                    tensor.size()
+                    size
                 ),
             ));
         }
-        Ok(tensor.shallow_clone())
+        Ok(())
     }
 
     /// Base-model tensor `name` (e.g. `embeddings.word_embeddings.weight`), which must be
-    /// present with `shape`.
+    /// present with `shape`: a tensor of its own, which no later call shares.
     ///
     /// # Errors
     /// [`Error::ModelDirectory`] naming the file and the tensor when it is missing or mis-shaped.
@@ -164,14 +201,16 @@ impl HfWeights {
         self.checked(&key, shape, "config.json")
     }
 
-    /// Base-model tensor `name` if the file holds it (checked against `shape`).
+    /// Whether the file holds base-model tensor `name` (checked against `shape`, not read).
     ///
     /// # Errors
     /// [`Error::ModelDirectory`] when it is present with another shape.
-    pub fn base_optional(&self, name: &str, shape: &[i64]) -> Result<Option<Tensor>> {
-        self.base_key(name)
-            .map(|key| self.checked(&key, shape, "config.json"))
-            .transpose()
+    pub fn has_base(&self, name: &str, shape: &[i64]) -> Result<bool> {
+        let Some(key) = self.base_key(name) else {
+            return Ok(false);
+        };
+        self.check_shape(&key, shape, "config.json")?;
+        Ok(true)
     }
 
     /// Whether the file holds head tensor `name` (stored without prefix).
@@ -181,7 +220,7 @@ impl HfWeights {
 
     /// The shape of head tensor `name`, if present.
     pub fn shape(&self, name: &str) -> Option<Vec<i64>> {
-        self.tensors.get(name).map(|t| t.size())
+        self.tensors.contains_key(name).then(|| self.size(name))
     }
 
     /// Head tensor `name` (stored without prefix), which must be present with `shape`.
@@ -233,6 +272,36 @@ mod tests {
         let err = w.base("a.weight", &[3, 3]).unwrap_err().to_string();
         assert!(err.contains("\"bert.a.weight\" has shape [2, 3]"), "{err}");
         assert!(err.contains("[3, 3]"), "{err}");
+    }
+
+    #[test]
+    fn a_file_is_read_tensor_by_tensor_each_read_a_tensor_of_its_own_in_float32() {
+        let dir = crate::config::tests_support::scratch_dir();
+        let half = Tensor::from_slice(&[0.5f32, -2.0, 3.25]).to_kind(Kind::BFloat16);
+        let ids = Tensor::from_slice(&[7i64, 8]);
+        Tensor::write_safetensors(
+            &[("bert.a.weight", half), ("b.ids", ids.shallow_clone())],
+            dir.join("model.safetensors"),
+        )
+        .unwrap();
+        let w = HfWeights::read(&dir, "bert").unwrap();
+        assert!(w.has_base("a.weight", &[3]).unwrap());
+        assert!(!w.has_base("z.weight", &[3]).unwrap());
+        assert!(w.has_base("a.weight", &[4]).is_err());
+        let (first, second) = (
+            w.base("a.weight", &[3]).unwrap(),
+            w.base("a.weight", &[3]).unwrap(),
+        );
+        assert_eq!(first.kind(), Kind::Float);
+        assert_eq!(Vec::<f32>::try_from(&first).unwrap(), [0.5, -2.0, 3.25]);
+        assert_ne!(first.data_ptr(), second.data_ptr());
+        assert!(w.base("b.ids", &[2]).unwrap().equal(&ids));
+        let memory = weights(&["bert.a.weight"]);
+        let (x, y) = (
+            memory.base("a.weight", &[2, 3]).unwrap(),
+            memory.base("a.weight", &[2, 3]).unwrap(),
+        );
+        assert_ne!(x.data_ptr(), y.data_ptr());
     }
 
     #[test]

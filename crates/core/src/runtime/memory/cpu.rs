@@ -118,6 +118,14 @@ pub fn release_cpu_tensor_cache() {
     unsafe { xpm_cpu_cache_release() }
 }
 
+/// Hands back the cached tensor blocks no request took since the previous call: after a
+/// training step, or a batch scored outside a run, so that the cache holds at most what the
+/// last two asked for.
+pub fn release_idle_cpu_tensors() {
+    // SAFETY: a plain call; the cache takes its own lock.
+    unsafe { xpm_cpu_cache_release_idle() }
+}
+
 /// Bytes of freed tensors the CPU cache holds for reuse.
 pub fn cpu_tensor_cache_bytes() -> usize {
     // SAFETY: a read under the cache's lock.
@@ -157,8 +165,7 @@ impl HeapTrimmer {
     /// After a step: hands back the cached tensor blocks no request took during the step, and
     /// trims glibc's heap when due.
     pub fn after_step(&mut self) {
-        // SAFETY: a plain call; the cache takes its own lock.
-        unsafe { xpm_cpu_cache_release_idle() };
+        release_idle_cpu_tensors();
         if self.due(std::time::Instant::now()) {
             // SAFETY: malloc_trim only walks glibc's own heap; any pad value is valid.
             unsafe { malloc_trim(0) };

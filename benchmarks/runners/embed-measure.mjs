@@ -1,0 +1,57 @@
+// What the embedding runners measure, the same way for each: the peak resident memory (VmHWM)
+// and the resident memory (VmRSS) of the process, in MiB, and the texts they embed.
+import { readFileSync } from "node:fs";
+
+function status(key) {
+  const line = readFileSync("/proc/self/status", "utf8").split("\n").find((l) => l.startsWith(`${key}:`));
+  return Number(line?.split(/\s+/)[1] ?? Number.NaN) / 1024;
+}
+
+export const peakMiB = () => status("VmHWM");
+export const residentMiB = () => status("VmRSS");
+
+/** `count` texts: the collection's, cycled, each repeat made distinct by its index. */
+export function texts(collection, count) {
+  const base = readFileSync(collection, "utf8")
+    .split("\n")
+    .filter(Boolean)
+    .map((l) => l.slice(l.indexOf("\t") + 1));
+  return Array.from({ length: count }, (_, i) => (i < base.length ? base[i] : `${base[i % base.length]} ${i}`));
+}
+
+/** The options both runners take: --model DIR --texts FILE [--count 2000] [--batch 32] [--threads 2]. */
+export function options(argv) {
+  const get = (name, fallback) => {
+    const i = argv.indexOf(`--${name}`);
+    return i >= 0 ? argv[i + 1] : fallback;
+  };
+  const model = get("model");
+  const collection = get("texts");
+  if (!model || !collection) throw new Error("usage: --model DIR --texts FILE [--count N] [--batch N] [--threads N]");
+  return {
+    model,
+    collection,
+    count: Number(get("count", 2000)),
+    batch: Number(get("batch", 32)),
+    threads: Number(get("threads", 2)),
+  };
+}
+
+/** Opens with `open`, embeds every text with `embed`, prints one JSON line of measures. */
+export async function measure(runner, argv, open, embed) {
+  const job = options(argv);
+  const all = texts(job.collection, job.count);
+  const nodeMiB = peakMiB();
+  const model = await open(job);
+  const openPeakMiB = peakMiB();
+  const openMiB = residentMiB();
+  const started = performance.now();
+  let vectors = 0;
+  for (let i = 0; i < all.length; i += job.batch) {
+    vectors += (await embed(model, all.slice(i, i + job.batch), job)).length;
+  }
+  const seconds = (performance.now() - started) / 1000;
+  console.log(
+    JSON.stringify({ runner, vectors, seconds, nodeMiB, openPeakMiB, openMiB, peakMiB: peakMiB(), afterMiB: residentMiB() }),
+  );
+}

@@ -1,0 +1,17 @@
+#!/usr/bin/env node
+// Embeds texts with all-MiniLM-L6-v2 through xpm-torch (a BiEncoder, mean pooling), a batch at
+// a time as a user's loop would; see embed-measure.mjs for what it prints.
+import { BiEncoder, HFEncoder, loadModel } from "../../dist/index.js";
+import { measure } from "./embed-measure.mjs";
+
+await measure(
+  "xpm-torch",
+  process.argv.slice(2),
+  (job) =>
+    loadModel(BiEncoder.C({ encoder: HFEncoder.C({ id: "all-MiniLM-L6-v2", path: job.model }), max_length: 128 }), {
+      device: "cpu",
+      batchSize: job.batch,
+      numThreads: job.threads,
+    }),
+  (model, batch) => model.embed(batch),
+);
