@@ -3,7 +3,8 @@
 # of text-ranking-data.mjs by xpm-torch (text-ranking-job.mjs) and by a plain PyTorch +
 # transformers loop (runners/text_ranking_torch.py), over several seeds; the dev MRR@10 before
 # the first step and after the last, one JSON line per run in results/text-ranking.jsonl.
-# Usage: bash benchmarks/text-ranking.sh [steps (60)] [seeds (0 1 2 3 4)]
+# Usage: bash benchmarks/text-ranking.sh [--long] [steps (60)] [seeds (0 1 2 3 4)]
+#   --long: MS MARCO-length passages that fill max_length 128 (text-ranking-data.mjs --long)
 set -euo pipefail
 
 python_packages=(transformers tokenizers)
@@ -13,12 +14,17 @@ source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 provision_python
 (cd "$root" && npm run build >&2)
 model="$(cd "$root" && node scripts/minilm.mjs | tail -n 1)"
+long=()
+if [[ "${1:-}" == "--long" ]]; then
+  long=(--long)
+  shift
+fi
 steps="${1:-60}"
 shift || true
 seeds=("${@:-0 1 2 3 4}")
-data="$cache/bench-data/text-ranking"
-node "$root/benchmarks/text-ranking-data.mjs" "$data" >&2
-out="$root/benchmarks/results/text-ranking.jsonl"
+data="$cache/bench-data/text-ranking${long:+-long}"
+node "$root/benchmarks/text-ranking-data.mjs" "$data" "${long[@]}" >&2
+out="$root/benchmarks/results/text-ranking${long:+-long}.jsonl"
 : >"$out"
 for seed in ${seeds[*]}; do
   echo "== seed $seed" >&2

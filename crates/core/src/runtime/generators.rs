@@ -555,6 +555,54 @@ mod tests {
         assert!(dropout_mask(&x, 0.3, false).unwrap().is_none());
     }
 
+    /// The correlation of two equally long 0/1 tensors.
+    fn correlation(a: &Tensor, b: &Tensor) -> f64 {
+        let (a, b) = (a.to_kind(Kind::Double), b.to_kind(Kind::Double));
+        let (a, b) = (&a - a.mean(Kind::Double), &b - b.mean(Kind::Double));
+        let cov = (&a * &b).mean(Kind::Double).double_value(&[]);
+        let var = |x: &Tensor| (x * x).mean(Kind::Double).double_value(&[]);
+        cov / (var(&a) * var(&b)).sqrt()
+    }
+
+    /// What a sequence model's dropout needs of its masks, as transformers' independent
+    /// Bernoulli draws give it: every position kept with the same probability, and no
+    /// dependence between one step's mask and the next, between the sequences of a batch, or
+    /// between neighbouring positions (each bound is five standard errors).
+    #[test]
+    fn masks_are_independent_between_steps_sequences_and_positions() {
+        let g = Rc::new(RunGenerators::new(11, 0, Device::Cpu, false).unwrap());
+        let _active = g.activate();
+        let (draws, rows, width) = (400, 8, 256);
+        let x = Tensor::ones([rows, width], (Kind::Float, Device::Cpu));
+        let masks: Vec<Tensor> = (0..draws)
+            .map(|_| dropout_mask(&x, 0.1, true).unwrap().unwrap().keep)
+            .collect();
+        let m = Tensor::stack(&masks, 0).to_kind(Kind::Float);
+        let kept = m.mean_dim(0, false, Kind::Double);
+        let (low, high) = (kept.min().double_value(&[]), kept.max().double_value(&[]));
+        let sd = (0.9f64 * 0.1 / draws as f64).sqrt();
+        assert!(
+            low > 0.9 - 5.0 * sd && high < 0.9 + 5.0 * sd,
+            "kept fraction by position between {low} and {high}"
+        );
+        let bound = |pairs: i64| 5.0 / (pairs as f64).sqrt();
+        let steps = correlation(&m.narrow(0, 0, draws - 1), &m.narrow(0, 1, draws - 1));
+        assert!(
+            steps.abs() < bound((draws - 1) * rows * width),
+            "steps: {steps}"
+        );
+        let sequences = correlation(&m.narrow(1, 0, rows - 1), &m.narrow(1, 1, rows - 1));
+        assert!(
+            sequences.abs() < bound(draws * (rows - 1) * width),
+            "sequences: {sequences}"
+        );
+        let positions = correlation(&m.narrow(2, 0, width - 1), &m.narrow(2, 1, width - 1));
+        assert!(
+            positions.abs() < bound(draws * rows * (width - 1)),
+            "positions: {positions}"
+        );
+    }
+
     #[test]
     fn no_dropout_when_evaluating_or_at_zero() {
         let x = ones();

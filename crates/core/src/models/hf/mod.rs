@@ -17,4 +17,6 @@ pub use scorers::*;
 pub use weights::*;
 
 #[cfg(test)]
+mod dropout_tests;
+#[cfg(test)]
 mod tests;
