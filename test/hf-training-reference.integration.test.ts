@@ -3,7 +3,13 @@
 // crates/core/tests/fixtures/hf/training, written by scripts/fixtures/gen_hf_training.py; to
 // compare on another model, point XPM_TORCH_HF_TRAINING at that script's output for it, e.g.
 // all-MiniLM-L6-v2 (--model <its directory> --out /tmp/minilm-training).
-import { mkdtempSync, readFileSync } from "node:fs";
+//
+// The weights must agree to 1e-5 of their update, or to three times what rounding alone moves
+// PyTorch's own (final-rounding.safetensors: its fused AdamW on another thread count) where that
+// is more: on a real model 60 Adam steps amplify rounding past 1e-5 in tensors whose gradient is
+// a near-cancelling sum (MiniLM's pooler bias: 3e-5 between PyTorch's two runs). Our kernels
+// round differently from PyTorch's in more places than its two runs do, hence the factor.
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 
@@ -92,18 +98,20 @@ describe("fine-tuning against PyTorch + transformers, step by step", () => {
     const final = readSafetensors(join(FIXTURE, "final.safetensors"));
     const start = readSafetensors(join(FIXTURE, "init", "model.safetensors"));
     expect([...ours.keys()].sort()).toEqual([...final.keys()].sort());
-    const failed: string[] = [];
-    let worst = 0;
-    for (const [name, tensor] of final) {
-      // Their gradient is zero in exact arithmetic (a key bias adds one constant to a query's
-      // scores, which the softmax ignores; the head's bias cancels in s_pos − s_neg): both
-      // sides move them by rounding noise, which Adam scales up to steps of the learning rate.
-      if (ZERO_GRADIENT.test(name)) continue;
-      const moved = relativeToUpdate(floats(ours.get(name)!), floats(tensor), floats(start.get(name)!));
-      worst = Math.max(worst, moved);
-      if (moved >= 1e-5) failed.push(`${name}: ${moved}`);
-    }
-    expect(failed).toEqual([]);
+    const distances = (other: Map<string, { data: Buffer }>) =>
+      [...final]
+        // Their gradient is zero in exact arithmetic (a key bias adds one constant to a query's
+        // scores, which the softmax ignores; the head's bias cancels in s_pos − s_neg): both
+        // sides move them by rounding noise, which Adam scales up to steps of the learning rate.
+        .filter(([name]) => !ZERO_GRADIENT.test(name))
+        .map(([name, tensor]) => ({ name, distance: relativeToUpdate(floats(other.get(name)!), floats(tensor), floats(start.get(name)!)) }));
+    const roundingFile = join(FIXTURE, "final-rounding.safetensors");
+    const rounding = existsSync(roundingFile) ? Math.max(...distances(readSafetensors(roundingFile)).map((d) => d.distance)) : 0;
+    const tolerance = Math.max(1e-5, 3 * rounding);
+    const ourDistances = distances(ours);
+    const failed = ourDistances.filter((d) => d.distance >= tolerance).map((d) => `${d.name}: ${d.distance}`);
+    expect(failed, `tolerance ${tolerance} (PyTorch against itself: ${rounding})`).toEqual([]);
+    const worst = Math.max(...ourDistances.map((d) => d.distance));
     // Not an exact copy: each side adds in its own order.
     expect(worst).toBeGreaterThan(0);
   }, TIMEOUT_MS);
