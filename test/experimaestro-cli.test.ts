@@ -8,7 +8,8 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 
 import { ExperimentError, HingeLoss, Learner, LetorDataset, LossTrainer, PairwiseSampler, experiment } from "../ts/index.js";
-import { ExperimentRecords, readJobStatus, writeJobStatus } from "../ts/experiment/xpm-records.js";
+import { ExperimentRecords } from "../ts/experiment/xpm-records.js";
+import { readJobStatus, writeJobStatus } from "../ts/workspace/status.js";
 import { finetuneFrom, smallLearner } from "./helpers/experiments.js";
 import { repoRoot } from "./helpers/node.js";
 

@@ -4,7 +4,7 @@ import { existsSync, rmSync } from "node:fs";
 import { ValidationSettings } from "./config/classes/validation.js";
 import { DistributedError } from "./errors.js";
 import { checkpointLoaderOf, loaderOf } from "./experiment/outputs.js";
-import { writeJobStatus } from "./experiment/xpm-records.js";
+import { writeJobStatus } from "./workspace/status.js";
 import type { LearnOptions, LearnResult, LearnerConfig, LearnerLoaders, ModuleLoaderConfig } from "./learn-types.js";
 import { LAUNCHED_ENV, type RankInfo, launchWorkers } from "./distributed.js";
 import { type StoredResult, train } from "./train.js";

@@ -18,7 +18,8 @@ import { LocalBackend } from "./local.js";
 import { type PlannedLoaders, plannedLoaders } from "./outputs.js";
 import { type JobState, ScheduledJob, Scheduler, type StateListener } from "./scheduler.js";
 import { SlurmBackend } from "./slurm-backend.js";
-import { ExperimentRecords, markWorkspace, readJobStatus, writeJobStatus } from "./xpm-records.js";
+import { readJobStatus, writeJobStatus } from "../workspace/status.js";
+import { ExperimentRecords, markWorkspace } from "./xpm-records.js";
 
 export type { JobState } from "./scheduler.js";
 
@@ -98,6 +99,7 @@ export class Experiment {
     private readonly scheduler: Scheduler,
     private readonly records: ExperimentRecords,
     private readonly warn: (line: string) => void,
+    private readonly makeBackend: BackendFactory,
   ) {}
 
   /**
@@ -171,9 +173,7 @@ export class Experiment {
   private backendOf(launcher: LauncherConfig, key: string): Backend {
     let backend = this.backends.get(key);
     if (!backend) {
-      if (LocalLauncher.is(launcher)) backend = new LocalBackend(launcher as ConfigOf<typeof LocalLauncher>);
-      else if (SlurmLauncher.is(launcher)) backend = new SlurmBackend(launcher as ConfigOf<typeof SlurmLauncher>);
-      else throw new ConfigError("launcher", "expected a LocalLauncher or a SlurmLauncher configuration");
+      backend = this.makeBackend(launcher);
       this.backends.set(key, backend);
     }
     return backend;
@@ -232,16 +232,32 @@ function recordState(records: ExperimentRecords, entry: ScheduledJob, state: Job
   );
 }
 
+/** Makes the backend of a launcher (fakes stand in for SLURM and processes in the scheduler's tests). */
+export type BackendFactory = (launcher: LauncherConfig) => Backend;
+
+/** The launchers' own backends: processes of this machine, SLURM's commands. */
+export const launcherBackend: BackendFactory = (launcher) => {
+  if (LocalLauncher.is(launcher)) return new LocalBackend(launcher as ConfigOf<typeof LocalLauncher>);
+  if (SlurmLauncher.is(launcher)) return new SlurmBackend(launcher as ConfigOf<typeof SlurmLauncher>);
+  throw new ConfigError("launcher", "expected a LocalLauncher or a SlurmLauncher configuration");
+};
+
 /**
  * Runs a plan: `plan(xp)` submits jobs with `xp.submit(learner, { tags })` and may await their
  * results. Resolves once every submitted job has ended.
  * @throws ExperimentError when jobs ended in error (each job's JobFailedError in `failures`),
  * ExperimentInterruptedError when stopped, or what the plan itself threw.
  */
-export async function experiment(
+export function experiment(name: string, plan: (xp: Experiment) => Promise<void> | void, options: ExperimentOptions = {}): Promise<ExperimentSummary> {
+  return runExperiment(name, plan, options, launcherBackend);
+}
+
+/** @internal {@link experiment} with the backends `makeBackend` makes. */
+export async function runExperiment(
   name: string,
   plan: (xp: Experiment) => Promise<void> | void,
-  options: ExperimentOptions = {},
+  options: ExperimentOptions,
+  makeBackend: BackendFactory,
 ): Promise<ExperimentSummary> {
   if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(name)) {
     throw new ConfigError("experiment", `${JSON.stringify(name)} cannot name an experiment: letters, digits, ".", "_" and "-", not starting with "." or "-"`);
@@ -259,7 +275,7 @@ export async function experiment(
       options.onJobState?.(xp.handleOf(entry.job.identifier), state);
     },
   });
-  const xp = new Experiment(name, workspace, options.launcher ?? LocalLauncher.C({}), scheduler, records, (line) => (log ?? console.warn)(line));
+  const xp = new Experiment(name, workspace, options.launcher ?? LocalLauncher.C({}), scheduler, records, (line) => (log ?? console.warn)(line), makeBackend);
   let interrupted = false;
   const stopHandlers = interruptions(
     () => {

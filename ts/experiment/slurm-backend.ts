@@ -12,6 +12,23 @@ import { type SlurmJobStatus, cancelJob, queryJobs, requireCommand, sbatchScript
 
 type SlurmLauncherConfig = ConfigOf<typeof SlurmLauncher>;
 
+/** What the backend asks of SLURM (its commands; a fake cluster in the scheduler's tests). */
+export interface SlurmClient {
+  /** Throws when SLURM's commands cannot run here. */
+  check(): void;
+  submit(scriptFile: string): Promise<string>;
+  query(ids: readonly string[]): Promise<Map<string, SlurmJobStatus>>;
+  cancel(id: string, signal?: string): Promise<void>;
+}
+
+/** SLURM through its commands: sbatch, squeue, scontrol and scancel. */
+export const slurmCommands: SlurmClient = {
+  check: () => requireCommand("sbatch"),
+  submit: (scriptFile) => submitBatch(scriptFile),
+  query: (ids) => queryJobs(ids),
+  cancel: (id, signal) => cancelJob(id, undefined, signal),
+};
+
 /** How often the queue is asked about the jobs followed (one squeue call for all of them). */
 const POLL_MS = Number(process.env.XPM_TORCH_SLURM_POLL_MS ?? 1000);
 
@@ -23,13 +40,16 @@ export class SlurmBackend implements Backend {
   private readonly followed = new Map<string, (status: SlurmJobStatus | undefined) => void>();
   private polling = false;
 
-  constructor(private readonly launcher: SlurmLauncherConfig) {}
+  constructor(
+    private readonly launcher: SlurmLauncherConfig,
+    private readonly slurm: SlurmClient = slurmCommands,
+  ) {}
 
   private checked = false;
 
   /** Refuses the plan at once when this machine has no `sbatch`. */
   check(): readonly string[] {
-    if (!this.checked) requireCommand("sbatch");
+    if (!this.checked) this.slurm.check();
     this.checked = true;
     return [];
   }
@@ -55,12 +75,12 @@ export class SlurmBackend implements Backend {
       signalSeconds: this.launcher.signal_seconds,
     });
     writeFileSync(scriptFile, script, { mode: 0o755 });
-    return { type: "slurm", id: await submitBatch(scriptFile) };
+    return { type: "slurm", id: await this.slurm.submit(scriptFile) };
   }
 
   async isLive(record: ProcessRecord): Promise<boolean> {
     if (record.type !== "slurm") return false;
-    const status = (await queryJobs([record.id])).get(record.id);
+    const status = (await this.slurm.query([record.id])).get(record.id);
     return status !== undefined && (QUEUED.has(status.state) || RUNNING.has(status.state));
   }
 
@@ -85,7 +105,7 @@ export class SlurmBackend implements Backend {
         // squeue may fail for a moment (the controller restarting): ask again next time. Only
         // the jobs asked about are answered: others may have joined while squeue ran.
         const asked = [...this.followed.keys()];
-        const statuses = await queryJobs(asked).catch(() => undefined);
+        const statuses = await this.slurm.query(asked).catch(() => undefined);
         if (statuses) for (const id of asked) this.followed.get(id)?.(statuses.get(id));
         if (this.followed.size > 0) await new Promise((wake) => setTimeout(wake, POLL_MS));
       }
@@ -97,6 +117,6 @@ export class SlurmBackend implements Backend {
   async stop(record: ProcessRecord, how: "interrupt" | "kill"): Promise<void> {
     if (record.type !== "slurm") return;
     // An interrupt is SIGTERM to the job's processes: they write a checkpoint and exit.
-    await cancelJob(record.id, undefined, how === "interrupt" ? "TERM" : undefined).catch(() => undefined);
+    await this.slurm.cancel(record.id, how === "interrupt" ? "TERM" : undefined).catch(() => undefined);
   }
 }

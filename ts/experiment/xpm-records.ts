@@ -6,15 +6,26 @@
 //   WS/jobs/<task>/<id>/.experimaestro/{status.json, events/}, <script>.pid while it runs
 //   WS/.events/{experiments,jobs}/*.jsonl                  live events, removed once final
 // status.json files always hold the current state: the events only wake experimaestro's monitor.
-import { createHash, randomBytes } from "node:crypto";
-import { appendFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { appendFileSync, existsSync, lstatSync, mkdirSync, readlinkSync, renameSync, rmSync, symlinkSync } from "node:fs";
 import { hostname as osHostname } from "node:os";
 import { basename, dirname, join, relative, resolve } from "node:path";
 
-/** Our scheduler's states, under experimaestro's own names. */
-export type JobState = "waiting" | "ready" | "scheduled" | "running" | "done" | "error";
-/** Why a job ended in error: experimaestro's JobFailureStatus, lowercased ("dependency": never ran, a dependency failed). */
-export type FailureReason = "failed" | "dependency" | "memory" | "timeout" | "cancelled";
+import { type FailureReason, type JobState, failureReasonOf, jobStateOf } from "../workspace/job-state.js";
+import {
+  type EventStream,
+  FAILURE_NAMES,
+  appendEvent,
+  isObject,
+  liveFiles,
+  localIso,
+  pad,
+  readJson,
+  readText,
+  readdirSafe,
+  writeJsonAtomic,
+} from "../workspace/xpm-files.js";
+
 export type TagValue = string | number | boolean;
 
 export interface RecordedJob {
@@ -26,34 +37,6 @@ export interface RecordedJob {
   readonly tags: Readonly<Record<string, TagValue>>;
   /** Identifiers of the jobs it waits for. */
   readonly dependsOn: readonly string[];
-}
-
-export interface JobStatus {
-  readonly state: JobState;
-  /** For `error` only (default `failed`). */
-  readonly failureReason?: FailureReason | null;
-  /** The scheduler's view when it differs from the job's own (default: `state`). */
-  readonly schedulerState?: JobState;
-  /** Milliseconds since the epoch; left out, kept from the recorded status or set by the state. */
-  readonly startedTime?: number | null;
-  readonly endedTime?: number | null;
-  readonly exitCode?: number | null;
-  readonly retryCount?: number;
-  /**
-   * The process: `{type: "local", pid, host}` or `{type: "slurm", id}` (recorded with experimaestro's
-   * `pid` key beside `id`). Left out, kept from the recorded status while the job is not over.
-   */
-  readonly process?: Readonly<Record<string, unknown>> | null;
-}
-
-export interface ReadJobStatus extends JobStatus {
-  readonly failureReason: FailureReason | null;
-  readonly schedulerState: JobState;
-  readonly startedTime: number | null;
-  readonly endedTime: number | null;
-  readonly exitCode: number | null;
-  readonly retryCount: number;
-  readonly process: Record<string, unknown> | null;
 }
 
 export interface ListedRun {
@@ -74,14 +57,6 @@ export interface ListedRun {
 }
 
 const MARKER = ".__experimaestro__";
-const STATES: readonly JobState[] = ["waiting", "ready", "scheduled", "running", "done", "error"];
-const FAILURE_NAMES: Readonly<Record<FailureReason, string>> = {
-  failed: "FAILED",
-  dependency: "DEPENDENCY",
-  memory: "MEMORY",
-  timeout: "TIMEOUT",
-  cancelled: "CANCELLED",
-};
 
 /** Creates `workspace` and its (empty) experimaestro marker, if missing. */
 export function markWorkspace(workspace: string): void {
@@ -256,91 +231,6 @@ export class ExperimentRecords {
   }
 }
 
-/**
- * Writes a job's `.experimaestro/status.json` (atomically: the scheduler and the job's own process
- * both write it, the last one wins) and its event; `<script>.pid` while it is scheduled or runs.
- */
-export function writeJobStatus(job: { readonly jobDir: string; readonly identifier: string; readonly taskId: string }, status: JobStatus): void {
-  const jobDir = resolve(job.jobDir);
-  if (basename(jobDir) !== job.identifier || basename(dirname(jobDir)) !== job.taskId) {
-    throw new TypeError(`${jobDir} is not the folder of job ${job.taskId}/${job.identifier}`);
-  }
-  const workspace = dirname(dirname(dirname(jobDir)));
-  const previous = readJobStatus(jobDir);
-  const now = Date.now();
-  const { state } = status;
-  const over = state === "done" || state === "error";
-  const queued = state === "waiting" || state === "ready" || state === "scheduled";
-  const keptStart = previous && previous.state !== "waiting" && previous.state !== "ready" && previous.state !== "scheduled" ? previous.startedTime : null;
-  const started = status.startedTime !== undefined ? status.startedTime : queued ? null : state === "running" ? (previous?.state === "running" ? keptStart : now) : keptStart;
-  const ended = status.endedTime !== undefined ? status.endedTime : !over ? null : previous?.state === state && previous.endedTime !== null ? previous.endedTime : now;
-  const exitCode = status.exitCode !== undefined ? status.exitCode : over ? (previous?.exitCode ?? null) : null;
-  const retryCount = status.retryCount ?? previous?.retryCount ?? 0;
-  const processRecord = status.process !== undefined ? status.process : over ? null : (previous?.process ?? null);
-  const failure = state === "error" ? FAILURE_NAMES[status.failureReason ?? "failed"] : null;
-  const schedulerState = status.schedulerState ?? state;
-  const xpmProcess = processRecord ? experimaestroProcess(processRecord) : null;
-
-  const events: EventStream = {
-    live: join(workspace, ".events", "jobs"),
-    prefix: `${createHash("sha256").update(job.taskId).digest("hex").slice(0, 8)}-${job.identifier}-`,
-    archive: join(jobDir, ".experimaestro", "events"),
-  };
-  const count = appendEvent(events, {
-    timestamp: now / 1000,
-    job_id: job.identifier,
-    task_id: job.taskId,
-    state,
-    failure_reason: failure,
-    started_time: started === null ? null : localIso(new Date(started)),
-    ended_time: ended === null ? null : localIso(new Date(ended)),
-    exit_code: exitCode,
-    retry_count: retryCount,
-    progress: [],
-    event_type: "JobStateChangedEvent",
-  });
-  writeJsonAtomic(join(jobDir, ".experimaestro", "status.json"), {
-    job_id: job.identifier,
-    task_id: job.taskId,
-    path: jobDir,
-    state,
-    failure_reason: failure,
-    scheduler_state: schedulerState,
-    scheduler_failure_reason: schedulerState === "error" ? (failure ?? FAILURE_NAMES.failed) : null,
-    started_time: started === null ? null : localIso(new Date(started)),
-    ended_time: ended === null ? null : localIso(new Date(ended)),
-    exit_code: exitCode,
-    retry_count: retryCount,
-    resumable: false,
-    progress: [],
-    process: xpmProcess,
-    ...(over ? {} : { events_count: count }),
-  });
-  if (over) for (const [, file] of liveFiles(events)) rmSync(file, { force: true });
-  const pidFile = join(jobDir, `${job.taskId.slice(job.taskId.lastIndexOf(".") + 1)}.pid`);
-  if (xpmProcess && (state === "scheduled" || state === "running")) writeJsonAtomic(pidFile, xpmProcess, false);
-  else rmSync(pidFile, { force: true });
-}
-
-/** A job's recorded status (ours or experimaestro's), or undefined when none is readable. */
-export function readJobStatus(jobDir: string): ReadJobStatus | undefined {
-  const raw = readJson(join(jobDir, ".experimaestro", "status.json"));
-  if (!isObject(raw)) return undefined;
-  const state = jobStateOf(raw.state);
-  if (!state) return undefined;
-  const processRecord = isObject(raw.process) ? raw.process : null;
-  return {
-    state,
-    failureReason: state === "error" ? (failureOf(raw.failure_reason) ?? "failed") : null,
-    schedulerState: jobStateOf(raw.scheduler_state) ?? state,
-    startedTime: timeOf(raw.started_time),
-    endedTime: timeOf(raw.ended_time),
-    exitCode: typeof raw.exit_code === "number" ? raw.exit_code : null,
-    retryCount: typeof raw.retry_count === "number" ? raw.retry_count : 0,
-    process: processRecord,
-  };
-}
-
 /** Every experiment's current run with its jobs, tags and scheduler states. */
 export function listExperiments(workspace: string): ListedRun[] {
   const ws = resolve(workspace);
@@ -364,7 +254,7 @@ export function listExperiments(workspace: string): ListedRun[] {
       seen.add(record.job_id);
       const [state, reason] = typeof states[record.job_id] === "string" ? String(states[record.job_id]).split(":") : [];
       const jobState = jobStateOf(state);
-      const failure = jobState === "error" ? (failureOf(reason) ?? "failed") : undefined;
+      const failure = jobState === "error" ? (failureReasonOf(reason) ?? "failed") : undefined;
       jobs.push({
         identifier: record.job_id,
         taskId: record.task_id,
@@ -383,42 +273,6 @@ export function listExperiments(workspace: string): ListedRun[] {
     });
   }
   return runs;
-}
-
-// --- events: appended to the archive and to the live file that experimaestro's monitor watches.
-
-interface EventStream {
-  /** Folder of the live files `<prefix><count>.jsonl`. */
-  readonly live: string;
-  readonly prefix: string;
-  /** Folder of the archived files `event-<count>.jsonl`. */
-  readonly archive: string;
-}
-
-/** Appends an event and returns the number of the file it went to (a new one once the last was archived). */
-function appendEvent(stream: EventStream, event: Record<string, unknown>): number {
-  let last = -1;
-  for (const name of readdirSafe(stream.archive)) {
-    const match = /^event-(\d+)\.jsonl$/.exec(name);
-    if (match) last = Math.max(last, Number(match[1]));
-  }
-  const count = last < 0 ? 0 : existsSync(join(stream.live, `${stream.prefix}${last}.jsonl`)) ? last : last + 1;
-  const line = `${JSON.stringify(event)}\n`;
-  mkdirSync(stream.archive, { recursive: true });
-  mkdirSync(stream.live, { recursive: true });
-  appendFileSync(join(stream.archive, `event-${count}.jsonl`), line);
-  appendFileSync(join(stream.live, `${stream.prefix}${count}.jsonl`), line);
-  return count;
-}
-
-function liveFiles(stream: EventStream): [number, string][] {
-  const files: [number, string][] = [];
-  for (const name of readdirSafe(stream.live)) {
-    if (!name.startsWith(stream.prefix)) continue;
-    const match = /^(\d+)\.jsonl$/.exec(name.slice(stream.prefix.length));
-    if (match) files.push([Number(match[1]), join(stream.live, name)]);
-  }
-  return files;
 }
 
 function runEvent(now: Date, name: string, runId: string, status: "done" | "failed"): Record<string, unknown> {
@@ -440,12 +294,6 @@ function checkJobDir(job: RecordedJob, workspace: string): string {
     throw new TypeError(`job ${job.identifier}: its folder ${jobDir} is not ${join(workspace, "jobs", job.taskId, job.identifier)}`);
   }
   return jobDir;
-}
-
-/** experimaestro's process record: a SLURM job's id also under `pid`. */
-function experimaestroProcess(record: Readonly<Record<string, unknown>>): Record<string, unknown> {
-  if (record.type === "slurm" && record.pid === undefined && record.id !== undefined) return { ...record, pid: String(record.id) };
-  return { ...record };
 }
 
 function currentRunDir(base: string): string | undefined {
@@ -478,77 +326,3 @@ function runStamp(date: Date): string {
   return `${date.getFullYear()}${pad(date.getMonth() + 1)}${pad(date.getDate())}_${pad(date.getHours())}${pad(date.getMinutes())}${pad(date.getSeconds())}`;
 }
 
-/** Local time without a zone, microseconds (Python's `datetime.now().isoformat()`). */
-function localIso(date: Date): string {
-  const day = `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}`;
-  const time = `${pad(date.getHours())}:${pad(date.getMinutes())}:${pad(date.getSeconds())}.${String(date.getMilliseconds()).padStart(3, "0")}000`;
-  return `${day}T${time}`;
-}
-
-function timeOf(value: unknown): number | null {
-  if (typeof value === "number") return value * 1000;
-  if (typeof value !== "string") return null;
-  const local = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,6}))?$/.exec(value);
-  if (local) {
-    const [y, mo, d, h, mi, s] = local.slice(1, 7).map(Number) as [number, number, number, number, number, number];
-    const micro = Number((local[7] ?? "").padEnd(6, "0"));
-    return new Date(y, mo - 1, d, h, mi, s, Math.floor(micro / 1000)).getTime();
-  }
-  const parsed = Date.parse(value);
-  return Number.isNaN(parsed) ? null : parsed;
-}
-
-function pad(n: number): string {
-  return String(n).padStart(2, "0");
-}
-
-function jobStateOf(value: unknown): JobState | undefined {
-  return STATES.find((s) => s === value);
-}
-
-function failureOf(value: unknown): FailureReason | undefined {
-  if (typeof value !== "string") return undefined;
-  const found = (Object.keys(FAILURE_NAMES) as FailureReason[]).find((reason) => FAILURE_NAMES[reason] === value.toUpperCase());
-  return found ?? "failed";
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-function readdirSafe(dir: string): string[] {
-  try {
-    return readdirSync(dir);
-  } catch {
-    return [];
-  }
-}
-
-function readText(file: string): string {
-  try {
-    return readFileSync(file, "utf8");
-  } catch {
-    return "";
-  }
-}
-
-function readJson(file: string): unknown {
-  try {
-    return JSON.parse(readFileSync(file, "utf8"));
-  } catch {
-    return undefined;
-  }
-}
-
-/** Writes through a temporary file of the same folder and a rename: readers never see half a file. */
-function writeJsonAtomic(file: string, value: unknown, pretty = true): void {
-  mkdirSync(dirname(file), { recursive: true });
-  const tmp = join(dirname(file), `.${basename(file)}.${process.pid}-${randomBytes(4).toString("hex")}.tmp`);
-  try {
-    writeFileSync(tmp, pretty ? `${JSON.stringify(value, null, 2)}\n` : JSON.stringify(value));
-    renameSync(tmp, file);
-  } catch (error) {
-    rmSync(tmp, { force: true });
-    throw error;
-  }
-}

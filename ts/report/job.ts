@@ -2,7 +2,8 @@ import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
 import { hostname } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 
-import { type ReadJobStatus, listExperiments, readJobStatus } from "../experiment/xpm-records.js";
+import { listExperiments } from "../experiment/xpm-records.js";
+import { type ReadJobStatus, readJobStatus } from "../workspace/status.js";
 import { processAlive } from "../workspace/job.js";
 
 /**

@@ -1,6 +1,6 @@
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync, writeSync } from "node:fs";
 import { hostname } from "node:os";
-import { join, resolve } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 
 import { configClassOf } from "../config/class.js";
 import { type GeneratedPaths, identifierOf } from "../config/identity.js";
@@ -20,20 +20,59 @@ export function defaultWorkspace(env: NodeJS.ProcessEnv = process.env): string {
   return resolve(env.XPM_TORCH_WORKSPACE || "xpm-workspace");
 }
 
-/** A task's job directory and the files in it (identifiers.md §11). */
-export interface Job {
-  readonly workspace: string;
-  readonly typeId: string;
-  readonly identifier: string;
+/** Every file of a job directory, named in this one place (identifiers.md §11, experimaestro's names). */
+export interface JobFiles {
   readonly dir: string;
   /** Last component of the type id: `learner` for `xpm_torch.learner.Learner`. */
   readonly name: string;
-  readonly paths: GeneratedPaths;
   readonly paramsFile: string;
   readonly lockFile: string;
   readonly doneFile: string;
   readonly failedFile: string;
   readonly resultFile: string;
+  /** `.experimaestro/status.json`: the job's state (ts/workspace/status.ts). */
+  readonly statusFile: string;
+  /** `.experimaestro/events/`: the archive of the job's state events. */
+  readonly eventsDir: string;
+  /** `.experimaestro/launches.jsonl`: each process a scheduler started for the job. */
+  readonly launchesFile: string;
+  /** `<name>.pid`: experimaestro's record of the process, while it is scheduled or runs. */
+  readonly pidFile: string;
+  readonly stdoutFile: string;
+  readonly stderrFile: string;
+  /** The batch script a SlurmLauncher writes. */
+  readonly slurmScript: string;
+}
+
+/** The files of the job directory `<workspace>/jobs/<type id>/<identifier>`. */
+export function jobFiles(dir: string): JobFiles {
+  const typeId = basename(dirname(dir));
+  const name = typeId.slice(typeId.lastIndexOf(".") + 1);
+  const meta = join(dir, ".experimaestro");
+  return {
+    dir,
+    name,
+    paramsFile: join(dir, "params.json"),
+    lockFile: join(dir, `${name}.lock`),
+    doneFile: join(dir, `${name}.done`),
+    failedFile: join(dir, `${name}.failed`),
+    resultFile: join(meta, "result.json"),
+    statusFile: join(meta, "status.json"),
+    eventsDir: join(meta, "events"),
+    launchesFile: join(meta, "launches.jsonl"),
+    pidFile: join(dir, `${name}.pid`),
+    stdoutFile: join(dir, `${name}.out`),
+    stderrFile: join(dir, `${name}.err`),
+    slurmScript: join(dir, `${name}.slurm.sh`),
+  };
+}
+
+/** A task's job directory and the files in it. */
+export interface Job extends JobFiles {
+  readonly workspace: string;
+  readonly typeId: string;
+  readonly identifier: string;
+  readonly paths: GeneratedPaths;
 }
 
 export function jobOf(task: object, workspace: string): Job {
@@ -42,20 +81,7 @@ export function jobOf(task: object, workspace: string): Job {
   const typeId = cls.typeId.toLowerCase();
   const identifier = identifierOf(task);
   const dir = join(resolve(workspace), "jobs", typeId, identifier);
-  const name = typeId.slice(typeId.lastIndexOf(".") + 1);
-  return {
-    workspace: resolve(workspace),
-    typeId,
-    identifier,
-    dir,
-    name,
-    paths: generatePaths(task, dir),
-    paramsFile: join(dir, "params.json"),
-    lockFile: join(dir, `${name}.lock`),
-    doneFile: join(dir, `${name}.done`),
-    failedFile: join(dir, `${name}.failed`),
-    resultFile: join(dir, ".experimaestro", "result.json"),
-  };
+  return { ...jobFiles(dir), workspace: resolve(workspace), typeId, identifier, paths: generatePaths(task, dir) };
 }
 
 /** Writes `text` to `file` through a temporary file and a rename, so readers never see half. */
@@ -134,19 +160,19 @@ export function prepareJobDirectory(task: object, job: Job): void {
 }
 
 /** The stored result of a finished job, if it finished. */
-export function storedResult<T>(job: Job): T | undefined {
+export function storedResult<T>(job: JobFiles): T | undefined {
   if (!existsSync(job.doneFile) || !existsSync(job.resultFile)) return undefined;
   return JSON.parse(readFileSync(job.resultFile, "utf8")) as T;
 }
 
 /** Records success: the result first, then the done marker that makes it final. */
-export function markDone(job: Job, result: unknown): void {
+export function markDone(job: JobFiles, result: unknown): void {
   writeAtomic(job.resultFile, JSON.stringify(result));
   rmSync(job.failedFile, { force: true });
   writeFileSync(job.doneFile, "");
 }
 
-export function markFailed(job: Job, error: unknown): void {
+export function markFailed(job: JobFiles, error: unknown): void {
   const info = error instanceof XpmTorchError ? { code: error.code, message: error.message } : { message: String(error) };
   writeAtomic(job.failedFile, JSON.stringify({ ...info, time: new Date().toISOString() }));
 }
