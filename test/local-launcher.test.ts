@@ -44,7 +44,7 @@ describe("the LocalLauncher", () => {
     expect(backend.canStart(configs[1]!)).toBe(true);
     const second = await backend.start({ job: jobs[1]!, config: configs[1]!, command: standIn(0), afterOk: [] });
     expect(backend.canStart(configs[2]!)).toBe(false); // max_jobs
-    const exits = await Promise.all([first, second].map((r) => backend.follow(r, undefined, () => undefined)));
+    const exits = await Promise.all([first, second].map((r) => backend.follow(r, undefined as never, { onRunning: () => undefined })));
     expect(exits.map((e) => e.code)).toEqual([0, 0]);
     expect(backend.canStart(withDevices("3"))).toBe(true);
     const seen = jobs.slice(0, 2).map((j) => JSON.parse(readFileSync(join(j.dir, "learner.out"), "utf8")) as { gpus: string; threads: string });

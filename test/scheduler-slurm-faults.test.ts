@@ -116,12 +116,12 @@ describe("a SLURM job that vanishes", () => {
     const id = idOf(slurm, handle!);
     slurm.start(id);
     slurm.forget(id);
-    // Its result reaches the shared file system a moment after SLURM forgot the job.
-    setTimeout(() => {
-      slurm.jobs.set(id, { id, jobDir: handle!.jobDir, afterOk: [], slurmState: "RUNNING", reason: undefined, exitCode: undefined });
-      slurm.complete(id);
-      slurm.forget(id);
-    }, 20);
+    // Its result reaches the shared file system once the plan has seen SLURM forget the job.
+    const asked = slurm.calls.length;
+    await waitFor(() => slurm.calls.slice(asked).some((c) => c.startsWith("squeue")), "the plan to ask SLURM again");
+    slurm.jobs.set(id, { id, jobDir: handle!.jobDir, afterOk: [], slurmState: "RUNNING", reason: undefined, exitCode: undefined });
+    slurm.complete(id);
+    slurm.forget(id);
     expect((await plan).jobs[0]!.state).toBe("done");
   });
 });

@@ -1,6 +1,6 @@
 // experiment(): a plan submits Learners; each runs as its own process through its launcher, in
 // the workspace's job directories, recorded as experimaestro records them.
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
 
 import { type ConfigOf, configClassOf } from "../config/class.js";
@@ -9,6 +9,7 @@ import { identifierOf } from "../config/identity.js";
 import { ConfigError, XpmTorchError } from "../errors.js";
 import { interruptions } from "../interrupts.js";
 import type { LearnResult, LearnerConfig } from "../learn-types.js";
+import { readParamsJson } from "../workspace/params-json.js";
 import { type Job, defaultWorkspace, jobOf, prepareJobDirectory, storedResult } from "../workspace/job.js";
 import type { Backend } from "./backend.js";
 import { cycleThrough, dependenciesOf } from "./dependencies.js";
@@ -16,12 +17,14 @@ import { ExperimentError, JobFailedError } from "./errors.js";
 import { LocalLauncher, SlurmLauncher } from "./launchers.js";
 import { LocalBackend } from "./local.js";
 import { type PlannedLoaders, plannedLoaders } from "./outputs.js";
-import { type JobState, ScheduledJob, Scheduler, type StateListener } from "./scheduler.js";
+import { ScheduledJob, Scheduler } from "./scheduler.js";
 import { SlurmBackend } from "./slurm-backend.js";
-import { readJobStatus, writeJobStatus } from "../workspace/status.js";
+import type { FailureReason, JobState } from "../workspace/job-state.js";
+import { readJobStatus, unreadableStatus } from "../workspace/status.js";
+import { lastLaunch } from "./job-process.js";
 import { ExperimentRecords, markWorkspace } from "./xpm-records.js";
 
-export type { JobState } from "./scheduler.js";
+export type { FailureReason, JobState } from "../workspace/job-state.js";
 
 /** A launcher configuration: `LocalLauncher.C({...})` or `SlurmLauncher.C({...})`. */
 export type LauncherConfig = ConfigOf<typeof LocalLauncher> | ConfigOf<typeof SlurmLauncher>;
@@ -62,6 +65,8 @@ export interface JobHandle {
   readonly identifier: string;
   readonly jobDir: string;
   readonly state: JobState;
+  /** Why it is in error (`dependency`: it never ran), once it is. */
+  readonly failureReason: FailureReason | undefined;
   readonly tags: Tags;
   /** The Learner's result once the job is done (a done job's stored one at once). */
   result(): Promise<LearnResult>;
@@ -73,7 +78,7 @@ export interface JobHandle {
 export interface ExperimentSummary {
   readonly name: string;
   readonly runId: string;
-  readonly jobs: readonly { readonly identifier: string; readonly jobDir: string; readonly state: JobState; readonly tags: Tags }[];
+  readonly jobs: readonly { readonly identifier: string; readonly jobDir: string; readonly state: JobState; readonly failureReason?: FailureReason; readonly tags: Tags }[];
 }
 
 /** The experiment was stopped (Ctrl-C, SIGTERM, its AbortSignal): local jobs wrote a checkpoint. */
@@ -128,13 +133,15 @@ export class Experiment {
     backend.check(learner, `learner (job ${identifier.slice(0, 12)})`).forEach((warning) => this.warn(`xpm-torch ${this.name}: ${warning}`));
     const tags = { ...(options.tags ?? {}) };
     const entry = new ScheduledJob(learner, job, backend, dependencies, tags);
-    const previous = readJobStatus(job.dir)?.process;
-    if (previous) entry.record = previous as ScheduledJob["record"];
+    entry.record = this.recordedProcess(job);
     const handle: JobHandle = {
       identifier,
       jobDir: job.dir,
       get state() {
         return entry.state;
+      },
+      get failureReason() {
+        return entry.failureReason;
       },
       tags,
       result: () => entry.outcome,
@@ -142,10 +149,22 @@ export class Experiment {
     };
     this.byIdentifier.set(identifier, { entry, handle, launcherKey, tags });
     // Seen at once by `xpm-torch jobs` and experimaestro, waiting jobs included.
-    if (!existsSync(job.paramsFile)) prepareJobDirectory(learner, job);
+    if (!paramsReadBack(job)) prepareJobDirectory(learner, job);
     this.records.addJob({ identifier, taskId: job.typeId, jobDir: job.dir, tags, dependsOn: dependencies.map((d) => d.job.identifier) });
     this.enqueue(entry);
     return handle;
+  }
+
+  /**
+   * The process an earlier run of the plan started for the job, from its status.json; from its
+   * launch log when status.json cannot be read (a crash mid-write), which is then rewritten.
+   */
+  private recordedProcess(job: Job): ScheduledJob["record"] {
+    const damaged = unreadableStatus(job.dir);
+    if (damaged === undefined) return (readJobStatus(job.dir)?.process ?? undefined) as ScheduledJob["record"];
+    const launched = lastLaunch(job);
+    this.warn(`xpm-torch ${this.name}: ${damaged}; ${launched ? `the job's launch log names its last process (${JSON.stringify(launched)}), which is followed if it still runs` : "its launch log names no process"}`);
+    return launched;
   }
 
   private dependencyEntries(learner: LearnerConfig, job: Job): ScheduledJob[] {
@@ -217,19 +236,14 @@ function notStarted(name: string): XpmTorchError {
   return new XpmTorchError("ERR_INTERRUPTED", `experiment ${JSON.stringify(name)} stopped before this job started`);
 }
 
-function failureReason(state: JobState): "dependency" | "failed" | undefined {
-  return state === "dependency failed" ? "dependency" : state === "error" ? "failed" : undefined;
-}
-
-/** A job's new state, in the experiment's records and in the job's own status file. */
-function recordState(records: ExperimentRecords, entry: ScheduledJob, state: JobState, detail: Parameters<StateListener>[2]): void {
-  const failure = failureReason(state);
-  const xpmState = state === "dependency failed" ? "error" : state;
-  records.jobState(entry.job.identifier, xpmState, failure);
-  writeJobStatus(
-    { jobDir: entry.job.dir, identifier: entry.job.identifier, taskId: entry.job.typeId },
-    { state: xpmState, failureReason: failure ?? null, process: (detail.record as Record<string, unknown> | undefined) ?? null, ...(detail.exit ? { exitCode: detail.exit.code } : {}) },
-  );
+/** Whether the job's params.json exists and reads back as its task (a torn one is written again). */
+function paramsReadBack(job: Job): boolean {
+  if (!existsSync(job.paramsFile)) return false;
+  try {
+    return identifierOf(readParamsJson(readFileSync(job.paramsFile, "utf8"), job.paramsFile)) === job.identifier;
+  } catch {
+    return false;
+  }
 }
 
 /** Makes the backend of a launcher (fakes stand in for SLURM and processes in the scheduler's tests). */
@@ -269,7 +283,7 @@ export async function runExperiment(
   const scheduler = new Scheduler({
     imports: (options.imports ?? []).map((file) => resolve(file)),
     onState: (entry, state, detail) => {
-      recordState(records, entry, state, detail);
+      records.jobState(entry.job.identifier, state, state === "error" ? detail.reason : undefined);
       const tags = Object.entries(entry.tags).map(([k, v]) => `${k}=${v}`).join(" ");
       log?.(`xpm-torch ${name}: ${entry.job.identifier.slice(0, 12)} ${tags ? `[${tags}] ` : ""}${state}${detail.failure ? `: ${detail.failure.split("\n")[0]}` : ""}`);
       options.onJobState?.(xp.handleOf(entry.job.identifier), state);
@@ -305,7 +319,7 @@ export async function runExperiment(
     xp.close();
   }
   const entries = xp.entries;
-  const failures = entries.flatMap((e) => (e.state === "error" || e.state === "dependency failed" ? [e] : []));
+  const failures = entries.flatMap((e) => (e.state === "error" ? [e] : []));
   records.finish(failures.length === 0 && !interrupted && !planFailed ? "done" : "failed");
   if (interrupted) throw new ExperimentInterruptedError(name, entries.filter((e) => e.state !== "done").map((e) => e.job.dir));
   if (planFailed) throw planError;
@@ -316,6 +330,6 @@ export async function runExperiment(
   return {
     name,
     runId: records.runId,
-    jobs: entries.map((e) => ({ identifier: e.job.identifier, jobDir: e.job.dir, state: e.state, tags: { ...e.tags } })),
+    jobs: entries.map((e) => ({ identifier: e.job.identifier, jobDir: e.job.dir, state: e.state, ...(e.failureReason ? { failureReason: e.failureReason } : {}), tags: { ...e.tags } })),
   };
 }

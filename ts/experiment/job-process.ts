@@ -1,16 +1,11 @@
 // How a job process is started, and what it left behind when it ended.
 import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
-import { join } from "node:path";
+import { dirname } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 import type { Job } from "../workspace/job.js";
 import type { ProcessRecord } from "./backend.js";
-
-/** The job's standard output and error files (experimaestro's names). */
-export function outputFiles(job: Job): { stdout: string; stderr: string } {
-  return { stdout: join(job.dir, `${job.name}.out`), stderr: join(job.dir, `${job.name}.err`) };
-}
 
 /**
  * The command that runs a job: `xpm-torch learn <job dir>/params.json`, by this same copy of
@@ -52,7 +47,21 @@ export function clearFailure(job: Job): void {
 
 /** Appends a started process to the job's launch log (`.experimaestro/launches.jsonl`). */
 export function recordLaunch(job: Job, record: ProcessRecord): void {
-  const dir = join(job.dir, ".experimaestro");
-  mkdirSync(dir, { recursive: true });
-  appendFileSync(join(dir, "launches.jsonl"), `${JSON.stringify({ time: new Date().toISOString(), process: record })}\n`);
+  mkdirSync(dirname(job.launchesFile), { recursive: true });
+  appendFileSync(job.launchesFile, `${JSON.stringify({ time: new Date().toISOString(), process: record })}\n`);
+}
+
+/** The last process the launch log names (a torn last line is skipped). */
+export function lastLaunch(job: Job): ProcessRecord | undefined {
+  if (!existsSync(job.launchesFile)) return undefined;
+  const lines = readFileSync(job.launchesFile, "utf8").split("\n").filter((l) => l.trim() !== "");
+  for (const line of lines.reverse()) {
+    try {
+      const process = (JSON.parse(line) as { process?: ProcessRecord }).process;
+      if (process && (process.type === "local" || process.type === "slurm")) return process;
+    } catch {
+      // a line cut by a crash
+    }
+  }
+  return undefined;
 }

@@ -9,7 +9,6 @@ import { ConfigError } from "../errors.js";
 import type { LearnerConfig } from "../learn-types.js";
 import { processAlive } from "../workspace/job.js";
 import type { Backend, LaunchRequest, ProcessExit, ProcessRecord } from "./backend.js";
-import { outputFiles } from "./job-process.js";
 import type { LocalLauncher } from "./launchers.js";
 
 type LocalLauncherConfig = ConfigOf<typeof LocalLauncher>;
@@ -29,10 +28,12 @@ export function gpusWanted(config: LearnerConfig): number {
 
 export class LocalBackend implements Backend {
   readonly queuesDependencies = false;
+  readonly lostGraceMs = 0;
   private readonly running = new Set<number>();
   private readonly freeDevices: number[];
   private readonly threads: number;
-  private readonly children = new Map<number, Promise<ProcessExit>>();
+  private readonly children = new Map<number, { exit: Promise<ProcessExit>; unref(): void }>();
+  private readonly detachers = new Map<number, (exit: ProcessExit) => void>();
 
   constructor(private readonly launcher: LocalLauncherConfig) {
     this.freeDevices = [...(launcher.devices ?? [])];
@@ -67,9 +68,8 @@ export class LocalBackend implements Backend {
     const devices = this.managesGpus ? this.freeDevices.splice(0, gpusWanted(config)) : undefined;
     const env: NodeJS.ProcessEnv = { ...process.env, OMP_NUM_THREADS: String(this.threads) };
     if (devices) env.CUDA_VISIBLE_DEVICES = devices.join(",");
-    const files = outputFiles(job);
-    const out = openSync(files.stdout, "a");
-    const err = openSync(files.stderr, "a");
+    const out = openSync(job.stdoutFile, "a");
+    const err = openSync(job.stderrFile, "a");
     // Its own process group: the plan's Ctrl-C reaches it only as the plan forwards it, and the
     // job outlives a plan that is killed. The plan waits for it, so it stays referenced.
     const child = spawn(command[0]!, command.slice(1), { detached: true, stdio: ["ignore", out, err], env });
@@ -81,13 +81,13 @@ export class LocalBackend implements Backend {
       throw new Error(`could not start ${command[0]}: ${await new Promise<string>((r) => child.once("error", (e) => r(e.message)))}`);
     }
     this.running.add(pid);
-    this.children.set(
-      pid,
-      new Promise<ProcessExit>((resolve) => {
+    this.children.set(pid, {
+      exit: new Promise<ProcessExit>((resolve) => {
         child.once("error", () => resolve({ code: null, how: "spawn error" }));
         child.once("exit", (code, signal) => resolve({ code, ...(signal ? { how: signal } : {}) }));
       }),
-    );
+      unref: () => child.unref(),
+    });
     return { type: "local", pid, host: hostname(), ...(devices ? { devices } : {}) };
   }
 
@@ -95,22 +95,40 @@ export class LocalBackend implements Backend {
     return record.type === "local" && record.host === hostname() && processAlive(record.pid);
   }
 
-  async follow(record: ProcessRecord, _job: unknown, onRunning: () => void): Promise<ProcessExit> {
+  async follow(record: ProcessRecord, _job: unknown, events: { onRunning(): void }): Promise<ProcessExit> {
     if (record.type !== "local") throw new TypeError("a LocalLauncher follows local processes");
-    onRunning();
+    // Its slot and GPUs are taken before any await: a job this plan starts next must see them gone.
     this.running.add(record.pid);
     const taken = record.devices?.filter((d) => this.freeDevices.includes(d)) ?? [];
     taken.forEach((d) => this.freeDevices.splice(this.freeDevices.indexOf(d), 1));
+    events.onRunning();
+    const detached = new Promise<ProcessExit>((resolve) => this.detachers.set(record.pid, resolve));
     try {
       const child = this.children.get(record.pid);
-      if (child) return await child;
-      while (processAlive(record.pid)) await new Promise((wake) => setTimeout(wake, POLL_MS));
-      return { code: null, how: "ended while the plan was away" };
+      if (child) return await Promise.race([child.exit, detached]);
+      return await Promise.race([this.whileAlive(record.pid, detached), detached]);
     } finally {
       this.running.delete(record.pid);
       this.children.delete(record.pid);
-      record.devices?.forEach((d) => this.freeDevices.push(d));
+      this.detachers.delete(record.pid);
+      // Its GPUs, whether this plan handed them out at start() or took them here.
+      const mine = record.devices?.filter((d) => this.launcher.devices?.includes(d) && !this.freeDevices.includes(d)) ?? [];
+      mine.forEach((d) => this.freeDevices.push(d));
     }
+  }
+
+  /** A process this plan did not start: polled until it is gone. */
+  private async whileAlive(pid: number, detached: Promise<ProcessExit>): Promise<ProcessExit> {
+    let stop = false;
+    void detached.then(() => (stop = true));
+    while (!stop && processAlive(pid)) await new Promise((wake) => setTimeout(wake, POLL_MS));
+    return { code: null, how: "ended while the plan was away" };
+  }
+
+  detach(record: ProcessRecord): void {
+    if (record.type !== "local") return;
+    this.children.get(record.pid)?.unref();
+    this.detachers.get(record.pid)?.({ code: null, lost: "detached" });
   }
 
   async stop(record: ProcessRecord, how: "interrupt" | "kill"): Promise<void> {

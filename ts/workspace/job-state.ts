@@ -24,8 +24,9 @@ export const FAILURE_REASONS: readonly FailureReason[] = ["failed", "dependency"
  * dependency's new run); `running` goes back to `scheduled` when SLURM requeues the job.
  */
 export const TRANSITIONS: Readonly<Record<JobState, readonly JobState[]>> = {
-  // done by an earlier run; run by another process; to schedule; followed, queued or running
-  unscheduled: ["done", "running", "waiting", "scheduled"],
+  // done by an earlier run; run by another process; to schedule; followed, queued or running;
+  // its files cannot be read
+  unscheduled: ["done", "running", "waiting", "scheduled", "error"],
   waiting: ["ready", "error"],
   // started; refused by its launcher (sbatch said no)
   ready: ["scheduled", "error"],

@@ -15,6 +15,13 @@ export class JobLockedError extends XpmTorchError {
   }
 }
 
+/** A file of a job directory cannot be read (a crash mid-write, a full disk). */
+export class JobFileError extends XpmTorchError {
+  constructor(readonly file: string, message: string) {
+    super("ERR_JOB_FILE", message);
+  }
+}
+
 /** The default workspace: `XPM_TORCH_WORKSPACE`, else `./xpm-workspace`. */
 export function defaultWorkspace(env: NodeJS.ProcessEnv = process.env): string {
   return resolve(env.XPM_TORCH_WORKSPACE || "xpm-workspace");
@@ -96,6 +103,8 @@ export interface LockHolder {
   readonly pid: number;
   readonly host: string;
   readonly started: string;
+  /** The SLURM job the process runs in: its lock is stale once SLURM no longer runs that job. */
+  readonly slurmJob?: string;
 }
 
 /** The holder a lock file names; undefined while it is being written, or for garbage. */
@@ -103,7 +112,8 @@ export function readLockHolder(lockFile: string): LockHolder | undefined {
   try {
     const holder = JSON.parse(readFileSync(lockFile, "utf8")) as Partial<LockHolder>;
     if (typeof holder.pid !== "number" || typeof holder.host !== "string") return undefined;
-    return { pid: holder.pid, host: holder.host, started: String(holder.started ?? "") };
+    const slurmJob = typeof holder.slurmJob === "string" ? { slurmJob: holder.slurmJob } : {};
+    return { pid: holder.pid, host: holder.host, started: String(holder.started ?? ""), ...slurmJob };
   } catch {
     return undefined;
   }
@@ -131,7 +141,8 @@ export function processAlive(pid: number): boolean {
  */
 export function acquireLock(job: Job): () => void {
   mkdirSync(job.dir, { recursive: true });
-  const me: LockHolder = { pid: process.pid, host: hostname(), started: new Date().toISOString() };
+  const slurmJob = process.env.SLURM_JOB_ID;
+  const me: LockHolder = { pid: process.pid, host: hostname(), started: new Date().toISOString(), ...(slurmJob ? { slurmJob } : {}) };
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
       const fd = openSync(job.lockFile, "wx");
@@ -160,9 +171,20 @@ export function prepareJobDirectory(task: object, job: Job): void {
 }
 
 /** The stored result of a finished job, if it finished. */
+/**
+ * The stored result of a finished job, if it finished.
+ * @throws JobFileError when the job is marked done and its result cannot be read.
+ */
 export function storedResult<T>(job: JobFiles): T | undefined {
   if (!existsSync(job.doneFile) || !existsSync(job.resultFile)) return undefined;
-  return JSON.parse(readFileSync(job.resultFile, "utf8")) as T;
+  try {
+    return JSON.parse(readFileSync(job.resultFile, "utf8")) as T;
+  } catch (error) {
+    throw new JobFileError(
+      job.resultFile,
+      `${job.resultFile} is not JSON (${(error as Error).message}), yet ${job.doneFile} marks the job done: remove ${job.doneFile} to run the job again (it resumes from its last checkpoint)`,
+    );
+  }
 }
 
 /** Records success: the result first, then the done marker that makes it final. */

@@ -45,8 +45,9 @@ export interface ReadJobStatus extends JobStatus {
 }
 
 /**
- * Writes a job's `.experimaestro/status.json` (atomically: the scheduler and the job's own process
- * both write it, the last one wins) and its event; `<script>.pid` while it is scheduled or runs.
+ * Writes a job's `.experimaestro/status.json` as it is told (atomically) and its event;
+ * `<script>.pid` while it is scheduled or runs. The scheduler writes through
+ * {@link noteSchedulerState} and {@link settleJobStatus}, which keep what the job's own process said.
  */
 export function writeJobStatus(job: StatusTarget, status: JobStatus): void {
   const jobDir = resolve(job.jobDir);
@@ -165,4 +166,15 @@ export function unreadableStatus(jobDir: string): string | undefined {
   }
   if (!isObject(raw) || !jobStateOf(raw.state)) return `${file} holds no job state`;
   return undefined;
+}
+
+/**
+ * The scheduler's `scheduled` or `running` for a job it follows: once the job's own process has
+ * said where it stands (`running`, or its outcome), that state stays, and only the scheduler's
+ * view and the process record change.
+ */
+export function noteSchedulerState(target: StatusTarget, schedulerState: "scheduled" | "running", processRecord: Readonly<Record<string, unknown>> | null): void {
+  const recorded = readJobStatus(target.jobDir);
+  const spoke = recorded !== undefined && (recorded.state === "running" || isFinal(recorded.state));
+  writeJobStatus(target, spoke ? { state: recorded.state, failureReason: recorded.failureReason, schedulerState, process: processRecord } : { state: schedulerState, process: processRecord });
 }
