@@ -335,7 +335,10 @@ describe("writeJobStatus / readJobStatus", () => {
     expect(status).toMatchObject({ state: "error", failureReason: "failed", process: { type: "local", pid: 17512 } });
     expect(status.endedTime! - status.startedTime!).toBe(14); // 27.266 - 27.252
     expect(new Date(status.startedTime!).getHours()).toBe(15); // local time
+    // experimaestro's UNSCHEDULED is one of our states; a state of no one's is garbage.
     writeFileSync(file, JSON.stringify({ state: "unscheduled" }));
+    expect(readJobStatus(job.jobDir)).toMatchObject({ state: "unscheduled", process: null });
+    writeFileSync(file, JSON.stringify({ state: "sleeping" }));
     expect(readJobStatus(job.jobDir)).toBeUndefined();
     writeFileSync(file, "{");
     expect(readJobStatus(job.jobDir)).toBeUndefined();

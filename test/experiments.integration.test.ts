@@ -23,6 +23,7 @@ import { runCli } from "../ts/cli/main.js";
 import { plannedLoaders } from "../ts/experiment/outputs.js";
 import { listJobs } from "../ts/report/job.js";
 import { jobOf } from "../ts/workspace/job.js";
+import { readJobStatus } from "../ts/workspace/status.js";
 import { errLength, finetuneFrom, launchesOf, smallLearner, trainingStarted } from "./helpers/experiments.js";
 import { packageIndexUrl } from "./helpers/cli.js";
 import { repoRoot, userEnv } from "./helpers/node.js";
@@ -99,13 +100,13 @@ describe("experiment() with the LocalLauncher", () => {
     const error = await attempt().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ExperimentError);
     const failures = (error as ExperimentError).failures;
-    expect(failures.map((f) => f.state)).toEqual(["error", "dependency failed"]);
+    expect(failures.map((f) => f.reason)).toEqual(["failed", "dependency"]);
     expect(failures[0]).toBeInstanceOf(JobFailedError);
     expect(failures[0]!.message).toContain("no-such-file.txt");
     expect(failures[0]!.stderrTail).toContain("no-such-file.txt");
     expect(launchesOf(failures[1]!.jobDir)).toHaveLength(0);
     expect(states.get(failedJobDir)).toEqual(["waiting", "ready", "scheduled", "running", "error"]);
-    expect(states.get(failures[1]!.jobDir)).toEqual(["waiting", "dependency failed"]);
+    expect(states.get(failures[1]!.jobDir)).toEqual(["waiting", "error"]);
     // The error is kept: a second run runs the failed job again.
     await attempt().catch(() => undefined);
     expect(launchesOf(failedJobDir)).toHaveLength(2);
@@ -130,7 +131,7 @@ describe("experiment() with the LocalLauncher", () => {
     for (const config of [upstream, other]) expect(launchesOf(jobOf(config, workspace).dir)).toHaveLength(0);
   });
 
-  it("after the plan's process is killed, a second run re-attaches to running jobs and runs none twice", async () => {
+  it("after the plan's process is killed, a second run re-attaches to running jobs, runs none twice and keeps max_jobs", async () => {
     const workspace = freshWorkspace();
     const planFile = join(workspace, "plan.mts");
     writeFileSync(planFile, planModule(workspace));
@@ -147,6 +148,8 @@ describe("experiment() with the LocalLauncher", () => {
       expect(existsSync(join(dir, "learner.done"))).toBe(true);
       expect(launchesOf(dir), dir).toHaveLength(1);
     }
+    // The jobs the killed plan left took the re-run's slots: never more than max_jobs (2) at once.
+    expect(mostAtOnce(dirs)).toBeLessThanOrEqual(2);
   });
 
   it("stops a job with `jobs kill` and on Ctrl-C; running the plan again resumes it from its checkpoint", async () => {
@@ -169,7 +172,7 @@ describe("experiment() with the LocalLauncher", () => {
     expect(killed.code).toBe(1);
     expect(killed.stderr).toMatch(/ExperimentError|did not finish/);
     const job = listJobs(workspace)[0]!;
-    expect(job.state).toBe("interrupted");
+    expect(job).toMatchObject({ state: "error", failureReason: "cancelled" });
     const interrupted = await killedBy(async (plan) => void plan.child.kill("SIGINT"));
     expect(interrupted.stderr).toMatch(/stopping the experiment/);
     expect(interrupted.code).not.toBe(0);
@@ -189,6 +192,23 @@ describe("experiment() with the LocalLauncher", () => {
     expect(() => SlurmLauncher.C({ mem: "lots" })).toThrow(/mem/);
   });
 });
+
+/** The most jobs that ran at once: each from its launch to the end its status.json records. */
+function mostAtOnce(dirs: readonly string[]): number {
+  const events = dirs.flatMap((dir) => {
+    const launched = Date.parse((JSON.parse(readFileSync(join(dir, ".experimaestro", "launches.jsonl"), "utf8").split("\n")[0]!) as { time: string }).time);
+    const ended = readJobStatus(dir)!.endedTime!;
+    return [
+      { at: launched, step: 1 },
+      { at: ended, step: -1 },
+    ];
+  });
+  let now = 0;
+  let most = 0;
+  // At equal times an end comes first: a slot freed and taken in the same millisecond.
+  for (const e of events.sort((a, b) => a.at - b.at || a.step - b.step)) most = Math.max(most, (now += e.step));
+  return most;
+}
 
 function planModule(workspace: string, name = "killed", submits = DEFAULT_SUBMITS): string {
   return `import { LocalLauncher, experiment } from ${JSON.stringify(packageIndexUrl)};

@@ -69,7 +69,6 @@ export {
   type ExperimentOptions,
   type ExperimentSummary,
   type JobHandle,
-  type JobState as ExperimentJobState,
   type LauncherConfig,
   type SubmitOptions,
   type Tags,
@@ -77,4 +76,5 @@ export {
 export { ExperimentError, JobFailedError } from "./experiment/errors.js";
 export { Launcher, LocalLauncher, SlurmLauncher } from "./experiment/launchers.js";
 export type { PlannedLoaders } from "./experiment/outputs.js";
-export { listJobs, readJob, type JobInfo, type JobState, type BestValue } from "./report/job.js";
+export { listJobs, readJob, type JobInfo, type BestValue } from "./report/job.js";
+export { type FailureReason, type JobState, TRANSITIONS as JOB_TRANSITIONS } from "./workspace/job-state.js";

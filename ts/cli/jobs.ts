@@ -1,4 +1,5 @@
 import type { JobInfo } from "../report/job.js";
+import { stateLabel } from "../workspace/job-state.js";
 import { type Command, UsageError } from "./command.js";
 
 function bestText(job: JobInfo): string {
@@ -12,7 +13,7 @@ const tagsText = (job: JobInfo): string => Object.entries(job.tags).map(([k, v])
 export function jobsTable(jobs: readonly JobInfo[]): string[] {
   const rows = jobs.map((j) => [
     `${j.typeId}/${j.identifier.slice(0, 12)}`,
-    j.state,
+    stateLabel(j.state, j.failureReason),
     String(j.epochs),
     j.modified.toISOString().slice(0, 16).replace("T", " "),
     j.experiments.join(",") || "-",
@@ -25,7 +26,10 @@ export function jobsTable(jobs: readonly JobInfo[]): string[] {
   return [line(header), ...rows.map(line)];
 }
 
-/** The jobs that pass every filter: `tag` as `key=value` (compared as text), `state`, `experiment`. */
+/**
+ * The jobs that pass every filter: `tag` as `key=value` (compared as text), `state` (a state, or
+ * a failure reason: `cancelled` picks the interrupted jobs), `experiment`.
+ */
 export function filterJobs(jobs: readonly JobInfo[], filters: { tags?: readonly string[]; states?: readonly string[]; experiment?: string }): JobInfo[] {
   const wanted = (filters.tags ?? []).map((t) => {
     const at = t.indexOf("=");
@@ -35,7 +39,7 @@ export function filterJobs(jobs: readonly JobInfo[], filters: { tags?: readonly 
   return jobs.filter(
     (j) =>
       wanted.every(([k, v]) => k in j.tags && String(j.tags[k]) === v) &&
-      (!filters.states?.length || filters.states.includes(j.state)) &&
+      (!filters.states?.length || filters.states.some((s) => s === j.state || s === j.failureReason)) &&
       (filters.experiment === undefined || j.experiments.includes(filters.experiment)),
   );
 }
@@ -49,10 +53,10 @@ export const jobsCommand: Command = {
        xpm-torch jobs kill ID [--workspace DIR]
 
 Lists the jobs under WORKSPACE/jobs (default: XPM_TORCH_WORKSPACE, else ./xpm-workspace),
-newest first, with their state (done, running, failed, interrupted, incomplete; for jobs of an
-experiment not yet run: waiting, ready, scheduled, dependency failed), the epochs done, the
-experiments that submitted them and their tags, and for finished ones each listener's best values
-as listener/metric=value@epoch.
+newest first, with their state (experimaestro's: unscheduled, waiting, ready, scheduled, running,
+done, or error with its reason: failed, memory, timeout, cancelled when interrupted, dependency
+when a dependency failed and it never ran), the epochs done, the experiments that submitted them
+and their tags, and for finished ones each listener's best values as listener/metric=value@epoch.
 
 \`jobs kill ID\` stops the job whose identifier starts with ID: SIGTERM to its process here (it
 writes a checkpoint, and running it again resumes), \`scancel\` for a SLURM job.
@@ -60,7 +64,7 @@ writes a checkpoint, and running it again resumes), \`scancel\` for a SLURM job.
 options:
   --json               print them as JSON
   --tag KEY=VALUE      only jobs with this tag (repeatable; values compared as text)
-  --state STATE        only jobs in this state (repeatable)
+  --state STATE        only jobs in this state, or in error for this reason (repeatable)
   --experiment NAME    only jobs of this experiment
   --workspace DIR      the workspace (for kill)`,
   options: {

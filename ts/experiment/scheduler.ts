@@ -277,7 +277,8 @@ export class Scheduler {
       exit = { code: null, how: error instanceof Error ? error.message : String(error) };
     }
     if (exit.lost === "detached" || entry.settled) return;
-    if (exit.lost === "dependency never satisfied" || this.requeued.delete(entry)) return this.queueAgain(entry);
+    const requeued = this.requeued.delete(entry);
+    if (exit.lost === "dependency never satisfied" || requeued) return this.queueAgain(entry);
     if (exit.lost === "vanished") await this.graceForFiles(entry);
     this.settleFromFiles(entry, exit);
   }

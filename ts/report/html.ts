@@ -1,3 +1,4 @@
+import { stateLabel } from "../workspace/job-state.js";
 import type { JobInfo } from "./job.js";
 import { escapeXml } from "./svg.js";
 
@@ -23,7 +24,7 @@ export function renderReportHtml(job: JobInfo, svg: string): string {
   const facts = [
     ["job", job.dir],
     ["type", job.typeId],
-    ["state", job.state + (job.error ? `: ${job.error}` : "")],
+    ["state", stateLabel(job.state, job.failureReason) + (job.error ? `: ${job.error}` : "")],
     ["epochs", String(job.epochs)],
     ...(job.stopped ? [["stopped", job.stopped]] : []),
     ...(job.learnedModel ? [["learned model", job.learnedModel]] : []),

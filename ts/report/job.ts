@@ -3,15 +3,10 @@ import { hostname } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 
 import { listExperiments } from "../experiment/xpm-records.js";
+import { type FailureReason, type JobState, failureReasonOfCode } from "../workspace/job-state.js";
+import { type JobFiles, jobFiles, liveLockHolder, processAlive } from "../workspace/job.js";
 import { type ReadJobStatus, readJobStatus } from "../workspace/status.js";
-import { processAlive } from "../workspace/job.js";
 
-/**
- * Where a job stands: from its own files (done, running, failed, interrupted, incomplete), or, for
- * a job of an experiment not yet run, from its scheduler (waiting, ready, scheduled, dependency
- * failed).
- */
-export type JobState = "done" | "running" | "failed" | "interrupted" | "incomplete" | "waiting" | "ready" | "scheduled" | "dependency failed";
 
 /** A listener's best value of one metric, as stored in the job's result. */
 export interface BestValue {
@@ -27,8 +22,11 @@ export interface JobInfo {
   readonly dir: string;
   readonly typeId: string;
   readonly identifier: string;
+  /** From its own files (done, running, error), else from its scheduler's record. */
   readonly state: JobState;
-  /** For failed and interrupted jobs: the stored error message. */
+  /** Why it is in error: `cancelled` (interrupted: it resumes), `memory`, `failed`, `dependency` (never ran). */
+  readonly failureReason?: FailureReason;
+  /** For jobs in error: the stored error message. */
   readonly error?: string;
   /** Epochs done: from the result, else from the newest checkpoint. */
   readonly epochs: number;
@@ -104,31 +102,24 @@ export function isJobDir(dir: string): boolean {
  */
 export function readJob(dir: string): JobInfo {
   if (!isJobDir(dir)) throw new Error(`${dir} is not a job directory (no params.json); job directories are <workspace>/jobs/<type id>/<identifier>/`);
-  const typeId = basename(dirname(dir));
-  const name = typeId.slice(typeId.lastIndexOf(".") + 1);
-  const marker = (suffix: string) => join(dir, `${name}.${suffix}`);
-  const result = readJson<StoredResultFile>(join(dir, ".experimaestro", "result.json"));
-  const done = existsSync(marker("done")) && result !== undefined;
-  const lock = readJson<{ pid?: number; host?: string }>(marker("lock"));
-  const failed = readJson<{ code?: string; message?: string }>(marker("failed"));
-  const scheduled = readJobStatus(dir);
-  let state: JobState;
-  if (done) state = "done";
-  else if (existsSync(marker("lock")) && (lock?.host !== hostname() || (typeof lock.pid === "number" && processAlive(lock.pid)))) state = "running";
-  else if (scheduled && schedulerSays(scheduled)) state = schedulerSays(scheduled)!;
-  else if (failed) state = failed.code === "ERR_INTERRUPTED" ? "interrupted" : "failed";
-  else state = "incomplete";
+  const files = jobFiles(dir);
+  const result = readJson<StoredResultFile>(files.resultFile);
+  const done = existsSync(files.doneFile) && result !== undefined;
+  const failed = readJson<{ code?: string; message?: string }>(files.failedFile);
+  const recorded = readJobStatus(dir);
+  const { state, failureReason, error } = done ? { state: "done" as const } : stateFromFiles(files, recorded, failed);
   const { best, other } = bestValues(done ? (result.listeners ?? {}) : {});
-  const modified = [marker("done"), marker("failed"), marker("lock"), join(dir, "params.json")]
+  const modified = [files.doneFile, files.failedFile, files.lockFile, files.paramsFile]
     .filter((f) => existsSync(f))
     .map((f) => statSync(f).mtime)
     .reduce((a, b) => (a > b ? a : b), new Date(0));
   return {
     dir,
-    typeId,
+    typeId: basename(dirname(dir)),
     identifier: basename(dir),
     state,
-    ...(state === "failed" || state === "interrupted" ? { error: failed?.message ?? "" } : {}),
+    ...(failureReason ? { failureReason } : {}),
+    ...(error !== undefined ? { error } : {}),
     epochs: done ? (result.epochs?.length ?? 0) : newestCheckpointEpoch(dir),
     best,
     otherOutputs: other,
@@ -137,21 +128,32 @@ export function readJob(dir: string): JobInfo {
     modified,
     experiments: [],
     tags: {},
-    process: state === "done" ? null : (scheduled?.process ?? null),
+    process: state === "done" ? null : (recorded?.process ?? null),
   };
 }
 
-/** What the scheduler's record says of a job whose own files say nothing yet. */
-function schedulerSays(status: ReadJobStatus): JobState | undefined {
-  if (status.state === "waiting" || status.state === "ready") return status.state;
-  if (status.state === "error" && status.failureReason === "dependency") return "dependency failed";
-  const local = status.process?.type === "local" ? status.process : undefined;
-  // Queued in SLURM, or started here and not yet holding its lock.
-  if (status.state === "scheduled" || status.state === "running") {
-    if (!local) return status.state === "scheduled" && status.process ? "scheduled" : undefined;
-    return local.host === hostname() && typeof local.pid === "number" && processAlive(local.pid) ? "running" : undefined;
+/** Where a job that is not done stands: its lock, its process, then what was recorded. */
+function stateFromFiles(
+  files: JobFiles,
+  recorded: ReadJobStatus | undefined,
+  failed: { code?: string; message?: string } | undefined,
+): { state: JobState; failureReason?: FailureReason; error?: string } {
+  if (liveLockHolder(files.lockFile)) return { state: "running" };
+  if (recorded && (recorded.state === "waiting" || recorded.state === "ready")) return { state: recorded.state };
+  if (recorded && (recorded.state === "scheduled" || recorded.state === "running") && processMayLive(recorded.process)) return { state: recorded.state };
+  if (failed) return { state: "error", failureReason: failureReasonOfCode(failed.code), error: failed.message ?? "" };
+  if (recorded?.state === "error") return { state: "error", failureReason: recorded.failureReason ?? "failed", error: "" };
+  if (recorded && recorded.state !== "unscheduled" && recorded.state !== "waiting" && recorded.state !== "ready") {
+    return { state: "error", failureReason: "failed", error: `its process is gone, and the job's files do not say how it ended (killed?); running it again resumes it` };
   }
-  return undefined;
+  return { state: "unscheduled" };
+}
+
+/** Whether a recorded process may still run: a SLURM job (asking SLURM is not for a report), or a live process of this host. */
+function processMayLive(record: Readonly<Record<string, unknown>> | null): boolean {
+  if (record === null) return false;
+  if (record.type !== "local") return true;
+  return record.host !== hostname() || (typeof record.pid === "number" && processAlive(record.pid));
 }
 
 /** Every job of a workspace, newest first, with the experiments that submitted it and its tags. */

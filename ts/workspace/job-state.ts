@@ -28,9 +28,9 @@ export const TRANSITIONS: Readonly<Record<JobState, readonly JobState[]>> = {
   // its files cannot be read
   unscheduled: ["done", "running", "waiting", "scheduled", "error"],
   waiting: ["ready", "error"],
-  // started; refused by its launcher (sbatch said no)
-  ready: ["scheduled", "error"],
-  // runs; ended before it was seen running; cancelled to be queued again
+  ready: ["scheduled"],
+  // runs; ended before it was seen running; refused by its launcher (sbatch said no), or ended
+  // without running; cancelled to be queued again
   scheduled: ["running", "done", "error", "waiting"],
   running: ["done", "error", "scheduled"],
   done: [],
