@@ -69,6 +69,10 @@ export interface SlurmCluster {
   logs(): string;
   /** Cancels the cluster's jobs, stops its daemons (by their pid files) and removes its folder. */
   stop(): Promise<void>;
+  /** Stops slurmctld alone: SLURM's commands fail until {@link startController}. */
+  stopController(): Promise<void>;
+  /** Starts slurmctld again; `clearState`: without the jobs it knew (`slurmctld -c`). */
+  startController(options?: { clearState?: boolean }): Promise<void>;
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -212,8 +216,8 @@ export async function startSlurmCluster(options: SlurmClusterOptions = {}): Prom
   );
   const env = cleanEnv(conf);
   const logs = (): string => `--- slurmctld.log\n${tail(logCtld)}\n--- slurmd.log\n${tail(logSlurmd)}`;
-  const stopDaemons = async (): Promise<void> => {
-    const pids = [readPid(pidSlurmd), readPid(pidCtld)].filter((p): p is number => p !== undefined);
+  const stopDaemons = async (which: readonly string[] = [pidSlurmd, pidCtld]): Promise<void> => {
+    const pids = which.map(readPid).filter((p): p is number => p !== undefined);
     for (const pid of pids) {
       try {
         process.kill(pid, "SIGTERM");
@@ -225,8 +229,8 @@ export async function startSlurmCluster(options: SlurmClusterOptions = {}): Prom
     for (const pid of pids.filter(alive)) process.kill(pid, "SIGKILL");
   };
 
-  const start = (daemon: string): void => {
-    const ran = spawnSync(which(daemon)!, [], { env, encoding: "utf8", timeout: 30_000 });
+  const start = (daemon: string, args: readonly string[] = []): void => {
+    const ran = spawnSync(which(daemon)!, args, { env, encoding: "utf8", timeout: 30_000 });
     if (ran.status !== 0) throw new Error(`${daemon} did not start (${ran.status}): ${ran.stderr}\n${logs()}`);
   };
   try {
@@ -265,7 +269,16 @@ export async function startSlurmCluster(options: SlurmClusterOptions = {}): Prom
     await stopDaemons();
     rmSync(dir, { recursive: true, force: true });
   };
-  return { env, dir, conf, node, partition, cpus, startSeconds, logs, stop };
+  const stopController = () => stopDaemons([pidCtld]);
+  const startController = async (options: { clearState?: boolean } = {}): Promise<void> => {
+    start("slurmctld", options.clearState ? ["-c"] : []);
+    const deadline = Date.now() + 30_000;
+    while (spawnSync(which("scontrol")!, ["ping"], { env, encoding: "utf8", timeout: 10_000 }).stdout.includes("DOWN")) {
+      if (Date.now() > deadline) throw new Error(`slurmctld did not answer scontrol ping within 30 s\n${logs()}`);
+      await sleep(200);
+    }
+  };
+  return { env, dir, conf, node, partition, cpus, startSeconds, logs, stop, stopController, startController };
 }
 
 /** `scontrol show config` value of `key` (e.g. KillWait), for reports. */
