@@ -22,11 +22,12 @@ import {
 import { runCli } from "../ts/cli/main.js";
 import { plannedLoaders } from "../ts/experiment/outputs.js";
 import { listJobs } from "../ts/report/job.js";
-import { jobOf } from "../ts/workspace/job.js";
+import { jobOf, readLockHolder } from "../ts/workspace/job.js";
 import { readJobStatus } from "../ts/workspace/status.js";
 import { errLength, finetuneFrom, launchesOf, smallLearner, trainingStarted } from "./helpers/experiments.js";
 import { packageIndexUrl } from "./helpers/cli.js";
 import { repoRoot, userEnv } from "./helpers/node.js";
+import { waitFor } from "./helpers/wait.js";
 
 const freshWorkspace = () => mkdtempSync(join(tmpdir(), "xpm-xp-"));
 const quiet = { log: null, handleSignals: false } as const;
@@ -152,6 +153,38 @@ describe("experiment() with the LocalLauncher", () => {
     expect(mostAtOnce(dirs)).toBeLessThanOrEqual(2);
   });
 
+  it("two plans started at once, sharing their jobs, run each job once: the other plan follows it", async () => {
+    const workspace = freshWorkspace();
+    const files = ["one", "two"].map((name) => {
+      const file = join(workspace, `${name}.mts`);
+      writeFileSync(file, planModule(workspace, name));
+      return file;
+    });
+    const ends = await Promise.all(files.map((file) => startPlan(file).exit));
+    for (const end of ends) expect(end.code, end.stderr).toBe(0);
+    const dirs = JSON.parse(ends[0]!.stdout.trim().split("\n").pop()!) as string[];
+    expect(JSON.parse(ends[1]!.stdout.trim().split("\n").pop()!)).toEqual(dirs);
+    for (const dir of dirs) expect(launchesOf(dir), dir).toHaveLength(1);
+  });
+
+  it("ends a job whose process is killed (SIGKILL) in error saying so; running the plan again resumes it from its checkpoint", async () => {
+    const workspace = freshWorkspace();
+    const planFile = join(workspace, "plan.mts");
+    writeFileSync(planFile, planModule(workspace, "sigkill", "xp.submit(smallLearner(4e-3, 0, 2, 3000))"));
+    const jobDir = join(workspace, "jobs", "xpm_torch.learner.learner", identifierOf(smallLearner(4e-3, 0, 2, 3000)));
+    const plan = startPlan(planFile);
+    // Once the first epoch's checkpoint is written, as the out-of-memory killer would.
+    await waitForFile(join(jobDir, "checkpoints", "last"));
+    process.kill(readLockHolder(join(jobDir, "learner.lock"))!.pid, "SIGKILL");
+    const killed = await plan.exit;
+    expect(killed.code).toBe(1);
+    expect(killed.stderr).toMatch(/killed \(SIGKILL: the out-of-memory killer, or kill -9\)/);
+    const again = await startPlan(planFile).exit;
+    expect(again.code, again.stderr).toBe(0);
+    const result = JSON.parse(readFileSync(join(jobDir, ".experimaestro", "result.json"), "utf8")) as { resumed_from: string | null };
+    expect(result.resumed_from).toMatch(/checkpoints\/(last|epoch-)/);
+  });
+
   it("stops a job with `jobs kill` and on Ctrl-C; running the plan again resumes it from its checkpoint", async () => {
     const workspace = freshWorkspace();
     const planFile = join(workspace, "plan.mts");
@@ -192,6 +225,11 @@ describe("experiment() with the LocalLauncher", () => {
     expect(() => SlurmLauncher.C({ mem: "lots" })).toThrow(/mem/);
   });
 });
+
+/** Resolves once `file` exists; fails after a minute naming it. */
+function waitForFile(file: string): Promise<void> {
+  return waitFor(() => existsSync(file), file, 60_000, 50);
+}
 
 /** The most jobs that ran at once: each from its launch to the end its status.json records. */
 function mostAtOnce(dirs: readonly string[]): number {

@@ -186,6 +186,21 @@ describe("the job's own word on how it ended", () => {
   });
 });
 
+describe("two plans started at once, sharing a job", () => {
+  it("launch it once: the other plan follows the SLURM job the first one queued", async () => {
+    const { slurm, run } = setup();
+    const handles: JobHandle[] = [];
+    const plans = ["one", "two"].map((name) => run(name, (xp) => void handles.push(xp.submit(smallLearner(9e-2)))));
+    await waitFor(() => handles.length === 2 && handles.every((h) => h.state === "scheduled"), "both plans to follow the job");
+    expect(slurm.submissionsOf(handles[0]!.jobDir)).toBe(1);
+    const id = idOf(slurm, handles[0]!);
+    slurm.start(id);
+    slurm.complete(id);
+    const summaries = await Promise.all(plans);
+    expect(summaries.map((s) => s.jobs[0]!.state)).toEqual(["done", "done"]);
+  });
+});
+
 describe("a job's files damaged (a crash mid-write, a full disk)", () => {
   it("recovers a queued job's SLURM id from its launch log when status.json is not JSON, and follows it", async () => {
     const { slurm, run } = setup();

@@ -14,7 +14,7 @@ import { ExperimentError } from "../ts/experiment/errors.js";
 import { type Experiment, type JobHandle, experiment } from "../ts/experiment/experiment.js";
 import { SlurmLauncher } from "../ts/experiment/launchers.js";
 import { plannedLoaders } from "../ts/experiment/outputs.js";
-import { jobOf } from "../ts/workspace/job.js";
+import { jobOf, readLockHolder } from "../ts/workspace/job.js";
 import { packageIndexUrl } from "./helpers/cli.js";
 import { finetuneFrom, launchesOf, smallLearner, trainingStarted } from "./helpers/experiments.js";
 import { repoRoot, userEnv } from "./helpers/node.js";
@@ -132,12 +132,17 @@ await experiment("sigterm", async (xp) => {
     const plan = experiment("forgot", (xp) => void (handle = xp.submit(learner)), { workspace, launcher: SlurmLauncher.C({ time: "10" }), log: null, handleSignals: false });
     await waitFor(() => handle?.state === "running", "the job running", 60_000, 100);
     await trainingStarted(handle!.jobDir);
+    // Its node stops answering: the run is frozen, so that it cannot end on its own meanwhile.
+    const holder = readLockHolder(jobOf(learner, workspace).lockFile)!;
+    process.kill(holder.pid, "SIGSTOP");
     await cluster.stopController();
     await cluster.startController({ clearState: true });
     const error = await plan.catch((e: unknown) => e);
+    process.kill(holder.pid, "SIGKILL"); // the node is lost for good
     expect(error, cluster.logs()).toBeInstanceOf(ExperimentError);
     expect((error as ExperimentError).failures[0]!.message).toMatch(/no longer known to SLURM/);
-    // slurmd ends the job SLURM no longer knows; the re-run waits for nothing and runs it again.
+    // Its lock names a SLURM job that no longer runs: the re-run drops it and runs the job again.
+    expect(holder.slurmJob).toBe(slurmIdsOf(handle!.jobDir)[0]);
     const again = await experiment("forgot", (xp) => void xp.submit(learner), { workspace, launcher: SlurmLauncher.C({ time: "10" }), log: null, handleSignals: false });
     expect(again.jobs[0]!.state, cluster.logs()).toBe("done");
     expect(launchesOf(handle!.jobDir)).toHaveLength(2);

@@ -2,6 +2,7 @@
 // launcher has room, and ends done or in error; the dependents of a failed job never run. Each
 // move is one of TRANSITIONS (ts/workspace/job-state.ts); the scheduler writes its own fields of
 // the job's status.json and never an outcome the job's process recorded itself.
+import { randomBytes } from "node:crypto";
 import { readFileSync, rmSync } from "node:fs";
 
 import { identifierOf } from "../config/identity.js";
@@ -12,10 +13,11 @@ import type { StoredResult } from "../train.js";
 import { type FailureReason, type JobState, checkTransition, failureReasonOfCode, isFinal } from "../workspace/job-state.js";
 import { type Job, liveLockHolder, prepareJobDirectory, readLockHolder, storedResult } from "../workspace/job.js";
 import { readParamsJson } from "../workspace/params-json.js";
+import { claimStands, noteClaimProcess, readLaunchClaim, releaseLaunchClaim, takeLaunchClaim } from "../workspace/launch-claim.js";
 import { noteSchedulerState, settleJobStatus, writeJobStatus } from "../workspace/status.js";
 import type { Backend, ProcessExit, ProcessRecord } from "./backend.js";
 import { JobFailedError } from "./errors.js";
-import { clearFailure, jobCommand, recordLaunch, recordedFailure, tailOf } from "./job-process.js";
+import { clearFailure, jobCommand, lastLaunch, recordLaunch, recordedFailure, tailOf } from "./job-process.js";
 
 /** What the scheduler reports as jobs move (the experiment's records and log listen). */
 export interface StateListener {
@@ -80,6 +82,10 @@ export class Scheduler {
   private readonly requeued = new Set<ScheduledJob>();
   private pumping = false;
   private idle: (() => void)[] = [];
+  /** This plan, in the launch claims of its jobs. */
+  private readonly plan = randomBytes(6).toString("hex");
+  /** Jobs another plan is launching, watched until its process is known. */
+  private readonly watchingClaims = new Set<ScheduledJob>();
 
   constructor(private readonly options: SchedulerOptions) {}
 
@@ -188,7 +194,9 @@ export class Scheduler {
         if (this.stopping || !this.dependenciesAllow(entry)) continue;
         if (entry.state === "waiting") this.move(entry, "ready");
         // Starting takes the launcher's room at once (before any await), so the next job sees it.
-        if (entry.backend.canStart(entry.config)) void this.launch(entry);
+        if (!entry.backend.canStart(entry.config) || this.watchingClaims.has(entry)) continue;
+        if (takeLaunchClaim(entry.job, this.plan)) void this.launch(entry);
+        else void this.followOtherPlan(entry);
       }
     } finally {
       this.pumping = false;
@@ -243,10 +251,12 @@ export class Scheduler {
       clearFailure(entry.job);
       record = await entry.backend.start({ job: entry.job, config: entry.config, command: jobCommand(entry.job, this.options.imports), afterOk });
     } catch (error) {
+      releaseLaunchClaim(entry.job, this.plan);
       this.finishError(entry, error instanceof Error ? error.message : String(error), "", "failed");
       return;
     }
     recordLaunch(entry.job, record);
+    noteClaimProcess(entry.job, this.plan, record);
     entry.record = record;
     writeJobStatus(entry.target, { state: "scheduled", process: record, exitCode: null });
     this.requeueDependentsOf(entry, record);
@@ -276,11 +286,38 @@ export class Scheduler {
     } catch (error) {
       exit = { code: null, how: error instanceof Error ? error.message : String(error) };
     }
+    // Followed no more here: a plan that runs later follows the process, or launches the job anew.
+    releaseLaunchClaim(entry.job, this.plan);
     if (exit.lost === "detached" || entry.settled) return;
     const requeued = this.requeued.delete(entry);
     if (exit.lost === "dependency never satisfied" || requeued) return this.queueAgain(entry);
     if (exit.lost === "vanished") await this.graceForFiles(entry);
     this.settleFromFiles(entry, exit);
+  }
+
+  /**
+   * Another plan claimed the launch of the job (two plans started at once): its process is
+   * followed once that plan records it. When the claim goes without one, the job is launched here.
+   */
+  private async followOtherPlan(entry: ScheduledJob): Promise<void> {
+    this.watchingClaims.add(entry);
+    try {
+      while (!this.stopping) {
+        const claim = readLaunchClaim(entry.job);
+        if (claim === undefined || !claimStands(claim)) {
+          const last = lastLaunch(entry.job);
+          if (last && (storedResult(entry.job) || (await entry.backend.isLive(last)))) return void this.follow(entry, last);
+          return;
+        }
+        if (claim.process) return void this.follow(entry, claim.process as ProcessRecord);
+        await new Promise((wake) => setTimeout(wake, LOCK_POLL_MS));
+      }
+    } catch {
+      // The launcher could not be asked: the job is claimed again at the next pump.
+    } finally {
+      this.watchingClaims.delete(entry);
+      this.pump();
+    }
   }
 
   /** A dependent whose queued job was cancelled: behind its dependency's new run, or failed with it. */

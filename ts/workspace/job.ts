@@ -49,6 +49,8 @@ export interface JobFiles {
   readonly stderrFile: string;
   /** The batch script a SlurmLauncher writes. */
   readonly slurmScript: string;
+  /** `.experimaestro/launch.claim`: the plan launching the job, so that two plans never both do. */
+  readonly claimFile: string;
 }
 
 /** The files of the job directory `<workspace>/jobs/<type id>/<identifier>`. */
@@ -71,6 +73,7 @@ export function jobFiles(dir: string): JobFiles {
     stdoutFile: join(dir, `${name}.out`),
     stderrFile: join(dir, `${name}.err`),
     slurmScript: join(dir, `${name}.slurm.sh`),
+    claimFile: join(meta, "launch.claim"),
   };
 }
 
