@@ -1,11 +1,8 @@
-import { existsSync, readdirSync, statSync } from "node:fs";
-import { join } from "node:path";
-
 import { MlpScorer } from "./config/classes/builtin.js";
 import { demoLearner } from "./demo-config.js";
-import { type EpochReport, type LearnResult, learn } from "./learn.js";
+import { jobSummary } from "./job-summary.js";
+import { type EpochReport, learn } from "./learn.js";
 import { createProgressDisplay } from "./progress/display.js";
-import { readJob } from "./report/job.js";
 
 export interface DemoRunOptions {
   /** Where lines go (default stdout). */
@@ -22,45 +19,6 @@ function epochLine(e: EpochReport): string {
     `NDCG@10 ${(e.metrics["heldout/ndcg@10"] ?? Number.NaN).toFixed(4)}  ` +
     `${e.stepsPerSecond.toFixed(0)} steps/s`
   );
-}
-
-/** Bytes of the files under `path`. */
-function bytesUnder(path: string): number {
-  if (!existsSync(path)) return 0;
-  const stat = statSync(path);
-  if (!stat.isDirectory()) return stat.size;
-  return readdirSync(path).reduce((sum, entry) => sum + bytesUnder(join(path, entry)), 0);
-}
-
-/** Which epoch checkpoints the run kept and the space they take (they hold the optimizer too). */
-function checkpointSpace(result: LearnResult): string {
-  const epochs = Object.keys(result.checkpoints).map(Number).sort((a, b) => a - b);
-  if (epochs.length === 0) return "(none kept)";
-  const bytes = bytesUnder(join(result.jobDir, "checkpoints"));
-  const size = bytes >= 1e9 ? `${(bytes / 1e9).toFixed(1)} GB` : `${Math.max(1, Math.round(bytes / 1e6))} MB`;
-  return `(epoch${epochs.length > 1 ? "s" : ""} ${epochs.join(", ")}: ${size}; checkpoint_keep sets how many)`;
-}
-
-/** Where the job's files are and its listeners' best values, as lines. */
-export function jobSummary(result: LearnResult): string[] {
-  const job = readJob(result.jobDir);
-  const lines = [
-    "where everything is:",
-    `  job directory   ${result.jobDir}`,
-    `  configuration   ${join(result.jobDir, "params.json")}`,
-    `  TensorBoard     ${join(result.jobDir, "runs")}  (view: tensorboard --logdir DIR)`,
-    `  checkpoints     ${join(result.jobDir, "checkpoints")}  ${checkpointSpace(result)}`,
-  ];
-  if (result.learned_model) lines.push(`  learned model   ${result.learned_model}`);
-  if (job.best.length > 0) {
-    lines.push("best values:");
-    for (const b of job.best) {
-      lines.push(`  ${b.listener}/${b.metric}  ${b.value.toFixed(4)} at epoch ${b.epoch}${b.model ? `  (${b.model})` : ""}`);
-    }
-  }
-  if (result.stopped) lines.push(`stopped early: ${result.stopped}`);
-  lines.push(`curves and results: npx xpm-torch report ${result.jobDir}`);
-  return lines;
 }
 
 /** Runs the demo training, prints one line per epoch and a summary; returns the final held-out accuracy. */

@@ -1,4 +1,3 @@
-import { jobSummary } from "../demo.js";
 import type { Command } from "./command.js";
 
 export const learnCommand: Command = {
@@ -25,6 +24,7 @@ options:
     await importModules(Array.isArray(values.import) ? values.import : []);
     const config = await loadLearnerConfig(positionals[0]!);
     const { learn } = await import("../learn.js");
+    const { jobSummary } = await import("../job-summary.js");
     const workspace = typeof values.workspace === "string" ? values.workspace : undefined;
     const result = await learn(config, { ...(workspace ? { workspace } : {}), quiet: values.quiet === true });
     const last = result.epochs[result.epochs.length - 1];

@@ -4,6 +4,8 @@ import { dirname, extname, join, relative, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 import { TYPE_KEY, configClassOf } from "../config/class.js";
+// A params.json names its classes by type id: every built-in one must be defined before it is read.
+import "../config/classes/index.js";
 import { Learner } from "../config/classes/learner.js";
 import { ConfigError } from "../errors.js";
 import type { LearnerConfig } from "../learn.js";

@@ -1,4 +1,3 @@
-import { provisionLibtorch } from "../libtorch/provision.js";
 import { TORCH_VERSION } from "../paths.js";
 import type { Command } from "./command.js";
 
@@ -18,6 +17,7 @@ options:
   --force   download and unpack again`,
   options: { cuda: { type: "boolean" }, force: { type: "boolean" } },
   run: async ({ values }) => {
+    const { provisionLibtorch } = await import("../libtorch/provision.js");
     provisionLibtorch({ cuda: values.cuda === true, force: values.force === true });
     return 0;
   },
