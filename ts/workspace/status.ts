@@ -32,6 +32,16 @@ export interface JobStatus {
    * `pid` key beside `id`). Left out, kept from the recorded status while the job is not over.
    */
   readonly process?: Readonly<Record<string, unknown>> | null;
+  /** The run's progress levels; left out, kept from the recorded status (emptied by `waiting` and `scheduled` with a new process). */
+  readonly progress?: readonly ProgressLevel[];
+}
+
+/** One level of a job's progress, as experimaestro's `progress(value, level, desc)` reports it. */
+export interface ProgressLevel {
+  readonly level: number;
+  /** Between 0 and 1. */
+  readonly progress: number;
+  readonly desc: string | null;
 }
 
 export interface ReadJobStatus extends JobStatus {
@@ -42,6 +52,7 @@ export interface ReadJobStatus extends JobStatus {
   readonly exitCode: number | null;
   readonly retryCount: number;
   readonly process: Record<string, unknown> | null;
+  readonly progress: readonly ProgressLevel[];
 }
 
 /**
@@ -55,7 +66,6 @@ export function writeJobStatus(job: StatusTarget, status: JobStatus): void {
   if (basename(jobDir) !== job.identifier || basename(dirname(jobDir)) !== job.taskId) {
     throw new TypeError(`${jobDir} is not the folder of job ${job.taskId}/${job.identifier}`);
   }
-  const workspace = dirname(dirname(dirname(jobDir)));
   const previous = readJobStatus(jobDir);
   const now = Date.now();
   const { state } = status;
@@ -71,11 +81,8 @@ export function writeJobStatus(job: StatusTarget, status: JobStatus): void {
   const schedulerState = status.schedulerState ?? state;
   const xpmProcess = processRecord ? experimaestroProcess(processRecord) : null;
 
-  const events: EventStream = {
-    live: join(workspace, ".events", "jobs"),
-    prefix: `${createHash("sha256").update(job.taskId).digest("hex").slice(0, 8)}-${job.identifier}-`,
-    archive: files.eventsDir,
-  };
+  const events = jobEvents(job);
+  const progress = status.progress ?? (state === "waiting" || (state === "scheduled" && status.process !== undefined) ? [] : (previous?.progress ?? []));
   const count = appendEvent(events, {
     timestamp: now / 1000,
     job_id: job.identifier,
@@ -86,7 +93,7 @@ export function writeJobStatus(job: StatusTarget, status: JobStatus): void {
     ended_time: ended === null ? null : localIso(new Date(ended)),
     exit_code: exitCode,
     retry_count: retryCount,
-    progress: [],
+    progress,
     event_type: "JobStateChangedEvent",
   });
   writeJsonAtomic(files.statusFile, {
@@ -102,7 +109,7 @@ export function writeJobStatus(job: StatusTarget, status: JobStatus): void {
     exit_code: exitCode,
     retry_count: retryCount,
     resumable: false,
-    progress: [],
+    progress,
     process: xpmProcess,
     ...(over ? {} : { events_count: count }),
   });
@@ -127,7 +134,44 @@ export function readJobStatus(jobDir: string): ReadJobStatus | undefined {
     exitCode: typeof raw.exit_code === "number" ? raw.exit_code : null,
     retryCount: typeof raw.retry_count === "number" ? raw.retry_count : 0,
     process: processRecord,
+    progress: Array.isArray(raw.progress) ? raw.progress.flatMap(progressLevelOf) : [],
   };
+}
+
+function progressLevelOf(value: unknown): ProgressLevel[] {
+  if (!isObject(value) || typeof value.level !== "number" || typeof value.progress !== "number") return [];
+  return [{ level: value.level, progress: value.progress, desc: typeof value.desc === "string" ? value.desc : null }];
+}
+
+/** The job's event files: the live one experimaestro's monitor watches, and the job's archive. */
+function jobEvents(job: StatusTarget): EventStream {
+  const jobDir = resolve(job.jobDir);
+  return {
+    live: join(dirname(dirname(dirname(jobDir))), ".events", "jobs"),
+    prefix: `${createHash("sha256").update(job.taskId).digest("hex").slice(0, 8)}-${job.identifier}-`,
+    archive: jobFiles(jobDir).eventsDir,
+  };
+}
+
+/**
+ * The job's progress, written by its own process: a `JobProgressEvent` for the level that moved,
+ * and the `progress` list of status.json (experimaestro's monitor reads either). Levels below
+ * `level` are dropped, as experimaestro does. Nothing else of status.json changes.
+ */
+export function recordProgress(target: StatusTarget, level: ProgressLevel, levels: readonly ProgressLevel[]): void {
+  if (!readJobStatus(target.jobDir)) return;
+  const count = appendEvent(jobEvents(target), {
+    timestamp: Date.now() / 1000,
+    job_id: target.identifier,
+    task_id: target.taskId,
+    level: level.level,
+    progress: level.progress,
+    desc: level.desc,
+    event_type: "JobProgressEvent",
+  });
+  const file = jobFiles(resolve(target.jobDir)).statusFile;
+  const raw = readJson(file);
+  if (isObject(raw)) writeJsonAtomic(file, { ...raw, progress: levels, ...("events_count" in raw ? { events_count: count } : {}) });
 }
 
 /** experimaestro's process record: a SLURM job's id also under `pid`. */
