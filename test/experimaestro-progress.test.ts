@@ -1,15 +1,17 @@
 // A running job's progress as experimaestro 2.7.0's own code reads it (scripts/experimaestro-progress.py):
 // from status.json, as its monitors load a job, and by replaying the job's JobProgressEvents.
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 import { describe, expect, it } from "vitest";
 
+import { ExperimentRecords } from "../ts/experiment/xpm-records.js";
 import { JobProgress } from "../ts/workspace/job-progress.js";
 import { readJobStatus, writeJobStatus } from "../ts/workspace/status.js";
 import { repoRoot } from "./helpers/node.js";
+import { waitFor } from "./helpers/wait.js";
 
 const cache = process.env.XPM_TORCH_CACHE || join(process.env.XDG_CACHE_HOME || join(process.env.HOME ?? "", ".cache"), "xpm-torch");
 const python = join(cache, "experimaestro-venv", "bin", "python");
@@ -90,5 +92,32 @@ describe.skipIf(reason !== undefined)("a job's progress, read by experimaestro",
     expect(readWithExperimaestro(target.jobDir).status_progress).toEqual([{ level: 0, desc: "epoch 1/2", progress: 0.5 }]);
     writeJobStatus(target, { state: "scheduled", process: { type: "slurm", id: "7" } });
     expect(readJobStatus(target.jobDir)!.progress).toEqual([]);
+  });
+
+  it("reaches experimaestro's own monitor live (its events viewer, the feed of its web and console views)", async () => {
+    const target = runningJob();
+    const workspace = join(target.jobDir, "..", "..", "..");
+    const records = ExperimentRecords.open(workspace, "watched");
+    records.addJob({ identifier: ID, taskId: TASK, jobDir: target.jobDir, tags: {}, dependsOn: [] });
+    records.jobState(ID, "running");
+    const monitor = spawn(join(cache, "experimaestro-venv", "bin", "experimaestro"), ["experiments", "--workdir", workspace, "monitor", "--events-viewer", "--events-format", "json"], {
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let seen = "";
+    monitor.stdout!.on("data", (d: Buffer) => (seen += d.toString()));
+    try {
+      const progress = new JobProgress(target);
+      let step = 0;
+      // Written until the monitor, once started, streams one back.
+      await waitFor(() => {
+        progress.set(0, (++step % 100) / 100, `epoch ${step}/1000`);
+        return /"event_type":\s*"JobProgressEvent"/.test(seen);
+      }, "experimaestro's monitor to stream a JobProgressEvent of ours", 60_000, 200);
+      const event = JSON.parse(seen.split("\n").find((l) => l.includes("JobProgressEvent"))!) as Record<string, unknown>;
+      expect(event).toMatchObject({ job_id: ID, task_id: TASK, level: 0 });
+      expect(event.desc).toMatch(/^epoch \d+\/1000$/);
+    } finally {
+      monitor.kill("SIGKILL");
+    }
   });
 });
