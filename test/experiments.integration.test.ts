@@ -271,12 +271,17 @@ function startPlan(file: string) {
   child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
   // "close", not "exit": the output streams are read to their end.
   const exit = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => child.once("close", (code) => resolve({ code, stdout, stderr })));
-  const waitFor = (pattern: RegExp, count = 1) =>
+  /** Resolves once stderr holds `count` matches of `pattern`; rejects if the plan ends first, or after two minutes. */
+  const waitFor = (pattern: RegExp, count = 1, timeoutMs = 120_000) =>
     new Promise<void>((resolve, reject) => {
+      const deadline = Date.now() + timeoutMs;
       const timer = setInterval(() => {
         if ((stderr.match(new RegExp(pattern, "g")) ?? []).length >= count) {
           clearInterval(timer);
           resolve();
+        } else if (Date.now() > deadline) {
+          clearInterval(timer);
+          reject(new Error(`waited ${timeoutMs / 1000} s for ${count} × ${String(pattern)} from the plan:\n${stderr}`));
         }
       }, 50);
       void exit.then(() => {

@@ -16,6 +16,7 @@ import { SlurmLauncher } from "../ts/experiment/launchers.js";
 import { SlurmError, cancelJob } from "../ts/experiment/slurm.js";
 import { finetuneFrom, launchesOf, smallLearner, trainingStarted } from "./helpers/experiments.js";
 import { type SlurmCluster, slurmAvailable, startSlurmCluster } from "./helpers/slurm-cluster.js";
+import { waitFor } from "./helpers/wait.js";
 
 const unavailable = slurmAvailable();
 if (unavailable) console.warn(`slurm-experiment.integration.test.ts skipped: ${unavailable}`);
@@ -50,7 +51,7 @@ describe.skipIf(unavailable !== undefined)("experiments on a real SLURM cluster"
 
     const first = experiment("on-slurm", plan, options);
     const long = () => handles[4]!;
-    while (long()?.state !== "running") await new Promise((wake) => setTimeout(wake, 100));
+    await waitFor(() => long()?.state === "running", "the long job running", 120_000, 100);
     // Once it trains, cancelled as a user would.
     await trainingStarted(long().jobDir);
     const out: string[] = [];
@@ -82,7 +83,7 @@ describe.skipIf(unavailable !== undefined)("experiments on a real SLURM cluster"
       log: null,
       handleSignals: false,
     });
-    while (handle?.state !== "running") await new Promise((wake) => setTimeout(wake, 100));
+    await waitFor(() => handle?.state === "running", "the job running", 120_000, 100);
     await trainingStarted(handle.jobDir);
     // What SLURM sends signal_seconds before the time limit, or on preemption.
     const id = JSON.parse(readFileSync(join(handle.jobDir, ".experimaestro", "launches.jsonl"), "utf8").trim()).process.id as string;

@@ -17,6 +17,7 @@ import {
   type LearnerConfig,
   type ModuleLoaderConfig,
 } from "../../ts/index.js";
+import { waitFor } from "./wait.js";
 
 const data = (seed: number, num_queries: number) =>
   SyntheticLtrDataset.C({ signal_seed: 3, seed, num_queries, docs_per_query: 10, num_features: 8 });
@@ -59,10 +60,9 @@ export function errLength(jobDir: string): number {
 /**
  * Resolves once the job prints a progress line past `since` (an {@link errLength}): it trains, its
  * signal handlers are in place, and a checkpoint it writes on the way out has steps in it.
+ * Rejects after `timeoutMs`, naming the job.
  */
-export async function trainingStarted(jobDir: string, since = 0): Promise<void> {
+export async function trainingStarted(jobDir: string, since = 0, timeoutMs = 120_000): Promise<void> {
   const file = join(jobDir, "learner.err");
-  while (!/step \d+\//.test(existsSync(file) ? readFileSync(file, "utf8").slice(since) : "")) {
-    await new Promise((wake) => setTimeout(wake, 100));
-  }
+  await waitFor(() => /step \d+\//.test(existsSync(file) ? readFileSync(file, "utf8").slice(since) : ""), `a progress line of ${file}`, timeoutMs, 100);
 }
