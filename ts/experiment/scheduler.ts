@@ -266,8 +266,11 @@ export class Scheduler {
 
   private async follow(entry: ScheduledJob, record: ProcessRecord): Promise<void> {
     entry.record = record;
-    if (entry.state !== "scheduled") this.move(entry, "scheduled");
-    noteSchedulerState(entry.target, "scheduled", record);
+    // A job this plan launched is scheduled already; one it follows is so from now on.
+    if (entry.state !== "scheduled") {
+      this.move(entry, "scheduled");
+      noteSchedulerState(entry.target, "scheduled", record);
+    }
     this.pump();
     let exit: ProcessExit;
     try {
