@@ -97,7 +97,7 @@ function demoFixture() {
   step("Demo configuration for the Rust tests");
   const script = [
     'import { demoLearner } from "./dist/demo-config.js";',
-    'import { coreConfigJson } from "./dist/train.js";',
+    'import { coreConfigJson } from "./dist/run/train.js";',
     "console.log(JSON.stringify(JSON.parse(coreConfigJson(demoLearner())), null, 2));",
   ].join("\n");
   writeIfChanged(DEMO_FIXTURE, `${capture(process.execPath, ["--input-type=module", "--eval", script])}\n`);
@@ -225,10 +225,11 @@ const commands = {
     run("bash", ["scripts/gpu/suite.sh", "all"], python ? { ...env, PYTHON: python } : env);
   },
   async lint() {
-    // Only Node: an upward import between the core's layers, or a function grown too long,
-    // fails before the slow cargo steps.
-    step("core layers and function lengths");
+    // Only Node: an upward import between the core's layers or those of ts/, an import cycle in
+    // ts/, or a function grown too long, fails before the slow cargo steps.
+    step("layers and function lengths");
     run(process.execPath, ["scripts/check-layers.mjs"]);
+    run(process.execPath, ["scripts/check-ts-layers.mjs"]);
     run(process.execPath, ["scripts/check-function-length.mjs"]);
     const env = await build();
     step("lint");

@@ -1,5 +1,6 @@
-// docs/architecture.md stays true: every repository path it names exists, and its table of the
-// core's layers is scripts/check-layers.mjs's LAYERS, in order.
+// docs/architecture.md stays true: every repository path it names exists, and its tables of the
+// core's layers and of the TypeScript side's are the LAYERS of scripts/check-layers.mjs and
+// scripts/check-ts-layers.mjs, in order.
 import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -7,6 +8,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 
 import { LAYERS } from "../scripts/check-layers.mjs";
+import { LAYERS as TS_LAYERS } from "../scripts/check-ts-layers.mjs";
 
 const ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
 const DOC = readFileSync(join(ROOT, "docs", "architecture.md"), "utf8");
@@ -22,14 +24,14 @@ function exists(path: string): boolean {
   return existsSync(join(ROOT, dir)) && readdirSync(join(ROOT, dir)).some((f) => f.endsWith(ext));
 }
 
-/** The modules of each row of the "Layers of the core" table, in the table's order. */
-function documentedLayers(): string[][] {
-  const section = DOC.split(/^## /m).find((s) => s.startsWith("Layers of the core"));
-  if (!section) throw new Error('docs/architecture.md has no section "Layers of the core"');
+/** The modules of each row of the layers table of section `title`, in the table's order. */
+function documentedLayers(title: string): string[][] {
+  const section = DOC.split(/^## /m).find((s) => s.startsWith(title));
+  if (!section) throw new Error(`docs/architecture.md has no section "${title}"`);
   return section
     .split("\n")
     .filter((line) => /^\| \d+ \|/.test(line))
-    .map((line) => [...(line.split("|")[2] ?? "").matchAll(/`(\w+)`/g)].map((m) => m[1] ?? ""));
+    .map((line) => [...(line.split("|")[2] ?? "").matchAll(/`([\w-]+)`/g)].map((m) => m[1] ?? ""));
 }
 
 describe("docs/architecture.md", () => {
@@ -40,6 +42,10 @@ describe("docs/architecture.md", () => {
   });
 
   it("lists the core's layers as scripts/check-layers.mjs does, lowest first", () => {
-    expect(documentedLayers()).toEqual(LAYERS.map((layer) => [...layer]));
+    expect(documentedLayers("Layers of the core")).toEqual(LAYERS.map((layer) => [...layer]));
+  });
+
+  it("lists the TypeScript side's layers as scripts/check-ts-layers.mjs does, lowest first", () => {
+    expect(documentedLayers("Layers of the TypeScript side")).toEqual(TS_LAYERS.map((layer) => [...layer]));
   });
 });

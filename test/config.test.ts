@@ -7,7 +7,7 @@ import { identifierOf, setMeta } from "../ts/config/identity.js";
 import { configJsonSchema } from "../ts/config/json-schema.js";
 import { sealedSet } from "../ts/config/types.js";
 import { demoLearner } from "../ts/demo-config.js";
-import { processesPerNode, usesDdp } from "../ts/distributed.js";
+import { processesPerNode, usesDdp } from "../ts/run/distributed.js";
 import { ConfigError } from "../ts/errors.js";
 
 function heldout(config: ReturnType<typeof demoLearner>) {

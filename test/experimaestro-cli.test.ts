@@ -1,4 +1,4 @@
-// experimaestro 2.7.0's own commands list what ts/experiment/xpm-records.ts writes, and a real
+// experimaestro 2.7.0's own commands list what ts/workspace/xpm-records.ts writes, and a real
 // experiment of ours (scripts/check-experimaestro.sh, which makes its Python environment when missing).
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 
 import { ExperimentError, HingeLoss, Learner, LetorDataset, LossTrainer, PairwiseSampler, experiment } from "../ts/index.js";
-import { ExperimentRecords } from "../ts/experiment/xpm-records.js";
+import { ExperimentRecords } from "../ts/workspace/xpm-records.js";
 import { readJobStatus, writeJobStatus } from "../ts/workspace/status.js";
 import { finetuneFrom, smallLearner } from "./helpers/experiments.js";
 import { repoRoot } from "./helpers/node.js";

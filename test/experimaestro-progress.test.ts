@@ -7,7 +7,7 @@ import { join } from "node:path";
 
 import { describe, expect, it } from "vitest";
 
-import { ExperimentRecords } from "../ts/experiment/xpm-records.js";
+import { ExperimentRecords } from "../ts/workspace/xpm-records.js";
 import { JobProgress } from "../ts/workspace/job-progress.js";
 import { readJobStatus, writeJobStatus } from "../ts/workspace/status.js";
 import { repoRoot } from "./helpers/node.js";

@@ -4,7 +4,7 @@ import { join } from "node:path";
 
 import { describe, expect, it } from "vitest";
 
-import { ExperimentRecords, listExperiments, markWorkspace } from "../ts/experiment/xpm-records.js";
+import { ExperimentRecords, listExperiments, markWorkspace } from "../ts/workspace/xpm-records.js";
 import { readJobStatus, writeJobStatus } from "../ts/workspace/status.js";
 
 const TASK = "xpm_torch.learner.learner";

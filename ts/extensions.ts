@@ -1,9 +1,9 @@
 // Extension points: configuration classes whose behaviour is written in TypeScript and that the
 // core calls back during a run (listeners, hooks, samplers, dims providers, in-memory datasets).
-// One registry holds them all, so the bridge (ts/bridge.ts) sends every such object to the core
+// One registry holds them all, so the bridge (ts/run/bridge.ts) sends every such object to the core
 // as the same stand-in and routes every call about it here, with no code of its own per kind.
 import { lookupByClass } from "./config/class.js";
-import type { ListenerModel } from "./listeners.js";
+import type { ListenerModel } from "./model.js";
 import type { ForeignReply } from "./native.js";
 
 /** A call of the core about one object written in TypeScript. */

@@ -1,12 +1,12 @@
-import { processesPerNode, rankFromEnvironment, usesDdp } from "./distributed.js";
-import { asRank, completed, launch, runOwned } from "./launch.js";
 import type { LearnOptions, LearnResult, LearnerConfig } from "./learn-types.js";
-import { type StoredResult, train } from "./train.js";
+import { processesPerNode, rankFromEnvironment, usesDdp } from "./run/distributed.js";
+import { asRank, completed, launch, runOwned } from "./run/launch.js";
+import { type StoredResult, train } from "./run/train.js";
 import { defaultWorkspace, jobOf, storedResult } from "./workspace/job.js";
 
 export type * from "./learn-types.js";
 export { unwrapOutcome } from "./errors.js";
-export { coreConfigJson } from "./train.js";
+export { coreConfigJson } from "./run/train.js";
 
 /**
  * Runs a Learner task in its job directory `<workspace>/jobs/<type id>/<identifier>/`. The loop

@@ -3,20 +3,12 @@ import { LearnerListener } from "./config/classes/learner.js";
 import type { Params, ValuesOf } from "./config/declare.js";
 import type { Config } from "./config/class.js";
 import { type Extension, registerBehaviour } from "./extensions.js";
-import type { FeatureRecords, TokenPair } from "./model.js";
+import type { ListenerModel } from "./model.js";
+
+export type { ListenerModel } from "./model.js";
 
 /** A listener's vote: training stops when one says STOP and none says DONT_STOP. */
 export type ListenerDecision = "NO_DECISION" | "STOP" | "DONT_STOP";
-
-/** The model being trained, as a listener written in TypeScript sees it. */
-export interface ListenerModel {
-  /**
-   * One score per record (feature vectors, or (query, document) token-id pairs) by the model
-   * as it is now, in evaluation mode and without gradients: for a validation of your own.
-   * Await it inside `call()`; the training waits meanwhile.
-   */
-  score(records: FeatureRecords | readonly TokenPair[]): Promise<Float32Array>;
-}
 
 /** What a listener sees after an epoch. */
 export interface ListenerState {

@@ -37,6 +37,16 @@ export interface TextPair {
   readonly document: string;
 }
 
+/** The model being trained, as a listener written in TypeScript sees it. */
+export interface ListenerModel {
+  /**
+   * One score per record (feature vectors, or (query, document) token-id pairs) by the model
+   * as it is now, in evaluation mode and without gradients: for a validation of your own.
+   * Await it inside `call()`; the training waits meanwhile.
+   */
+  score(records: FeatureRecords | readonly TokenPair[]): Promise<Float32Array>;
+}
+
 export interface LoadModelOptions {
   /** The model's configuration; by default read from the params.json of the job that saved it. */
   readonly model?: ModelConfig;

@@ -7,7 +7,7 @@ import { fileURLToPath } from "node:url";
 import { AddonNotFoundError, LibtorchNotFoundError } from "./errors.js";
 import { type LibtorchInstall, locateLibtorch, notFoundMessage } from "./libtorch/locate.js";
 
-/** A call from the training thread into JavaScript, answered by a Promise (see ts/bridge.ts). */
+/** A call from the training thread into JavaScript, answered by a Promise (see ts/run/bridge.ts). */
 export interface ForeignCall {
   /** `epoch`, `listener`, `hook` or `data`. */
   readonly kind: string;

@@ -4,7 +4,6 @@ import { ConfigError } from "../errors.js";
 import type { InputOf, Issue, Params, ParamSpec, ValuesOf } from "./declare.js";
 import { ruleMessage, ruleOfIssue } from "./rules.js";
 import type { ValueDesc } from "./types.js";
-import type { Wire } from "./wire.js";
 
 /** The key holding a configuration object's type id; always its first key. */
 export const TYPE_KEY = "__xpmtype__";
@@ -36,6 +35,9 @@ export interface ClassOptions<P extends Params> {
   readonly standIn?: boolean;
   readonly help?: string;
 }
+
+/** A JSON value of the document the core reads (ts/config/wire.ts writes it). */
+export type Wire = null | boolean | number | string | Wire[] | { [key: string]: Wire };
 
 /** JSON Schema of wire-only fields (see {@link ClassOptions.wireSchema}). */
 export interface WireSchema {

@@ -91,7 +91,7 @@ function plain(value: unknown): Wire {
   return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, plain(v)]));
 }
 
-/** The stand-in of an object written in TypeScript (ts/bridge.ts), as the core reads it. */
+/** The stand-in of an object written in TypeScript (ts/run/bridge.ts), as the core reads it. */
 const JS_OBJECT_SCHEMA: Schema = {
   type: "object",
   properties: {

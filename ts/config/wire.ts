@@ -1,10 +1,10 @@
-import { TYPE_KEY, configClassOf } from "./class.js";
+import { TYPE_KEY, type Wire, configClassOf } from "./class.js";
 import type { GeneratedPaths } from "./identity.js";
+
+export type { Wire } from "./class.js";
 
 /** The type id of the stand-in of every object written in TypeScript (see ts/extensions.ts). */
 export const JS_OBJECT = "xpm_torch.js.JsObject";
-
-export type Wire = null | boolean | number | string | Wire[] | { [key: string]: Wire };
 
 /**
  * The JSON document the Rust core reads (its types generated from the schema): every configuration as an object

@@ -7,22 +7,22 @@ import { type ConfigOf, configClassOf } from "../config/class.js";
 import { Learner } from "../config/classes/learner.js";
 import { identifierOf } from "../config/identity.js";
 import { ConfigError, XpmTorchError } from "../errors.js";
-import { interruptions } from "../interrupts.js";
 import type { LearnResult, LearnerConfig } from "../learn-types.js";
-import { readParamsJson } from "../workspace/params-json.js";
+import { interruptions } from "../run/interrupts.js";
 import { type Job, defaultWorkspace, jobOf, prepareJobDirectory, storedResult } from "../workspace/job.js";
+import type { FailureReason, JobState } from "../workspace/job-state.js";
+import { readParamsJson } from "../workspace/params-json.js";
+import { readJobStatus, unreadableStatus } from "../workspace/status.js";
+import { ExperimentRecords, markWorkspace } from "../workspace/xpm-records.js";
 import type { Backend } from "./backend.js";
 import { cycleThrough, dependenciesOf } from "./dependencies.js";
 import { ExperimentError, JobFailedError } from "./errors.js";
+import { lastLaunch } from "./job-process.js";
 import { LocalLauncher, SlurmLauncher } from "./launchers.js";
 import { LocalBackend } from "./local.js";
 import { type PlannedLoaders, plannedLoaders } from "./outputs.js";
 import { ScheduledJob, Scheduler } from "./scheduler.js";
 import { SlurmBackend } from "./slurm-backend.js";
-import type { FailureReason, JobState } from "../workspace/job-state.js";
-import { readJobStatus, unreadableStatus } from "../workspace/status.js";
-import { lastLaunch } from "./job-process.js";
-import { ExperimentRecords, markWorkspace } from "./xpm-records.js";
 
 export type { FailureReason, JobState } from "../workspace/job-state.js";
 

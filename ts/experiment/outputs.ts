@@ -1,33 +1,19 @@
 // A Learner's outputs as loaders, known before it runs: where each model will be is fixed by its
-// job directory, so later stages can be configured (and submitted) at once.
+// job directory, so later stages can be configured (and submitted) at once. The loaders of a
+// run's result are made by the same `loaderOf` (ts/run/outputs.ts).
 import { join } from "node:path";
 
 import { configClassOf } from "../config/class.js";
-import { CheckpointSettings } from "../config/classes/learner.js";
-import { ModuleLoader } from "../config/classes/module.js";
 import { RankingValidationListener } from "../config/classes/builtin.js";
 import { TrainerValidationLoss, ValidationSettings } from "../config/classes/validation.js";
-import { markAsOutputOf } from "../config/identity.js";
 import { ConfigError } from "../errors.js";
 import type { LearnerConfig, ModuleLoaderConfig } from "../learn-types.js";
+import { loaderOf } from "../run/outputs.js";
 import type { Job } from "../workspace/job.js";
 
 /** Where the core puts a model's weights inside a checkpoint directory (`last/`, `epoch-…/`). */
 const CHECKPOINT_MODEL = join("model", "model.safetensors");
 const WEIGHTS = "model.safetensors";
-
-/**
- * A loader of the weights at `path`, marked as an output of the Learner `config`: its identifier
- * depends on the Learner's, so whatever uses it depends on that training.
- */
-export function loaderOf(config: LearnerConfig, path: string, settings?: object): ModuleLoaderConfig {
-  return markAsOutputOf(ModuleLoader.C({ value: config.model, path, ...(settings ? { settings: settings as never } : {}) }), config);
-}
-
-/** The loader of a checkpoint's model (`epoch` set) or of the final model. */
-export function checkpointLoaderOf(config: LearnerConfig, path: string, epoch?: number): ModuleLoaderConfig {
-  return epoch === undefined ? loaderOf(config, path) : loaderOf(config, path, CheckpointSettings.C({ epoch }));
-}
 
 /** The Learner's outputs, before or after it ran. */
 export interface PlannedLoaders {

@@ -7,9 +7,9 @@ import { readFileSync, rmSync } from "node:fs";
 
 import { identifierOf } from "../config/identity.js";
 import { InternalError, XpmTorchError } from "../errors.js";
-import { completed } from "../launch.js";
 import type { LearnResult, LearnerConfig } from "../learn-types.js";
-import type { StoredResult } from "../train.js";
+import { completed } from "../run/launch.js";
+import type { StoredResult } from "../run/train.js";
 import { type FailureReason, type JobState, checkTransition, failureReasonOfCode, isFinal } from "../workspace/job-state.js";
 import { type Job, liveLockHolder, prepareJobDirectory, readLockHolder, storedResult } from "../workspace/job.js";
 import { readParamsJson } from "../workspace/params-json.js";

@@ -3,7 +3,7 @@
 import { writeFileSync } from "node:fs";
 
 import type { ConfigOf } from "../config/class.js";
-import { processesPerNode } from "../distributed.js";
+import { processesPerNode } from "../run/distributed.js";
 import type { Backend, LaunchRequest, ProcessExit, ProcessRecord } from "./backend.js";
 import type { SlurmLauncher } from "./launchers.js";
 import { SlurmError, type SlurmJobStatus, cancelJob, queryJobs, requireCommand, sbatchScript, submitBatch } from "./slurm.js";

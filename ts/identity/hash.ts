@@ -1,140 +1,17 @@
 /**
  * Experimaestro-compatible configuration identifiers ("hash version 2"),
- * reference/identifiers.md §3–§7.
+ * reference/identifiers.md §3–§7, and the Python `==` of their `ignoreDefault` test (§5.4).
  */
-import { createHash } from "node:crypto";
-
-import { equalsDefault } from "./defaults.js";
+import { RecordWriter, type Site, Tag, childPath, compareCodePoints, fail, hex, sha256, within } from "./record.js";
 import { isMetaMarked, type ArgumentDecl, type ConfigNode, type TypedValue } from "./values.js";
 
-/** Tag bytes (§3). PATH (04) is reserved and never emitted. */
-const Tag = {
-  OBJECT: 0x00,
-  INT: 0x01,
-  FLOAT: 0x02,
-  STR: 0x03,
-  NAME: 0x05,
-  NONE: 0x06,
-  LIST: 0x07,
-  TASK: 0x08,
-  DICT: 0x09,
-  ENUM: 0x0a,
-  CYCLE_REFERENCE: 0x0b,
-  INIT_TASKS: 0x0c,
-  INSTANCE: 0x0d,
-  SET: 0x0e,
-} as const;
-
-const INT64_MIN = -(2n ** 63n);
-const INT64_MAX = 2n ** 63n - 1n;
-
-/**
- * A configuration cannot be hashed. `path` is the dotted path of the configuration from the
- * top-level one (`learner.trainer`), `argument` the argument being hashed, if any.
- */
-export class IdentifierError extends Error {
-  readonly path: string;
-  readonly argument: string | null;
-
-  constructor(path: string, argument: string | null, message: string) {
-    super(`${path}: ${message}`);
-    this.name = "IdentifierError";
-    this.path = path;
-    this.argument = argument;
-  }
-}
-
-/** Where a value sits, for error messages: configuration path, argument, position inside it. */
-interface Site {
-  readonly config: string;
-  readonly argument: string | null;
-  readonly inner: string;
-}
-
-function fail(site: Site, message: string): never {
-  const where = site.argument === null ? "" : `argument ${JSON.stringify(site.argument)}${site.inner ? ` at ${site.inner}` : ""}: `;
-  throw new IdentifierError(site.config, site.argument, where + message);
-}
-
-function within(site: Site, segment: string): Site {
-  return { ...site, inner: site.inner + segment };
-}
-
-/** The dotted path of a configuration reached from `site`: `learner.listeners[0]`. */
-function childPath(site: Site): string {
-  return site.argument === null ? site.config + site.inner : `${site.config}.${site.argument}${site.inner}`;
-}
+export { IdentifierError, compareCodePoints } from "./record.js";
 
 /** Root of error paths: the declared class name, first letter lowercased (`learner`). */
 function rootPath(node: ConfigNode): string {
   const declared = node.type.declaredId || node.type.id;
   const last = declared.slice(declared.lastIndexOf(".") + 1);
   return last.charAt(0).toLowerCase() + last.slice(1);
-}
-
-/**
- * Orders strings by Unicode code point, as Python does. UTF-16 code-unit order differs only
- * when a surrogate (astral character) meets a BMP character at or above U+E000.
- */
-export function compareCodePoints(a: string, b: string): number {
-  const length = Math.min(a.length, b.length);
-  for (let i = 0; i < length; i++) {
-    const x = a.charCodeAt(i);
-    const y = b.charCodeAt(i);
-    if (x !== y) return codePointRank(x) - codePointRank(y);
-  }
-  return a.length - b.length;
-}
-
-function codePointRank(unit: number): number {
-  if (unit >= 0xd800 && unit <= 0xdfff) return unit + 0x2000; // surrogates rank above the BMP
-  if (unit >= 0xe000) return unit - 0x800;
-  return unit;
-}
-
-const LONE_SURROGATE = /\p{Cs}/u;
-
-/** Accumulates the bytes of one own record. */
-class RecordWriter {
-  private readonly chunks: Uint8Array[] = [];
-
-  tag(tag: number): void {
-    this.chunks.push(Uint8Array.of(tag));
-  }
-
-  raw(bytes: Uint8Array): void {
-    this.chunks.push(bytes);
-  }
-
-  utf8(text: string, site: Site, what: string): void {
-    if (LONE_SURROGATE.test(text)) fail(site, `${what} contains a lone surrogate: ${JSON.stringify(text)}`);
-    this.chunks.push(Buffer.from(text, "utf8"));
-  }
-
-  i64(value: bigint, site: Site): void {
-    if (value < INT64_MIN || value > INT64_MAX) fail(site, `integer ${value} is outside the signed 64-bit range`);
-    const buffer = Buffer.alloc(8);
-    buffer.writeBigInt64BE(value);
-    this.chunks.push(buffer);
-  }
-
-  f64(value: number): void {
-    const buffer = Buffer.alloc(8);
-    buffer.writeDoubleBE(value); // keeps -0, NaN and infinities bit for bit
-    this.chunks.push(buffer);
-  }
-
-  bytes(): Uint8Array {
-    return Buffer.concat(this.chunks);
-  }
-}
-
-function sha256(bytes: Uint8Array): Uint8Array {
-  return new Uint8Array(createHash("sha256").update(bytes).digest());
-}
-
-function hex(bytes: Uint8Array): string {
-  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("hex");
 }
 
 /** Identifiers of sealed nodes computed without loops (§6.4). */
@@ -405,5 +282,111 @@ function encodeNested(node: ConfigNode, out: RecordWriter, computation: Computat
       out.tag(Tag.INSTANCE);
       out.i64(BigInt(position), { config: path, argument: null, inner: "" });
     }
+  }
+}
+
+// --- Python `==` (§5.4), for the `ignoreDefault` test: it compares sealed configurations by
+// their identifiers, so it and `identifier` call each other.
+
+/** `value` with the meta-marked configurations of a list, set or dict removed (one level). */
+export function withoutMetaMarked(value: TypedValue): TypedValue {
+  switch (value.kind) {
+    case "list":
+    case "set":
+      return { kind: value.kind, items: value.items.filter((item) => !isMetaMarked(item)) };
+    case "dict":
+      return { kind: "dict", entries: value.entries.filter((entry) => !isMetaMarked(entry.value)) };
+    default:
+      return value;
+  }
+}
+
+/** The `ignoreDefault` test of §5.2 rule 5(b): meta-marked configurations leave `value` first. */
+export function equalsDefault(defaultValue: TypedValue, value: TypedValue): boolean {
+  return valuesEqual(defaultValue, withoutMetaMarked(value));
+}
+
+/**
+ * Python `==` on typed values (§5.4): numbers compare by value across int, float and bool;
+ * lists pairwise; dicts and sets regardless of order; configurations by type and every
+ * argument value (ignored ones included), or by identifier when both are sealed.
+ */
+export function valuesEqual(a: TypedValue, b: TypedValue): boolean {
+  return equal(a, b, new Map());
+}
+
+/** Pairs of configurations being compared; a pair met again inside its own comparison is assumed equal (cycles). */
+type Pending = Map<ConfigNode, Set<ConfigNode>>;
+
+function numeric(value: TypedValue): bigint | number | null {
+  switch (value.kind) {
+    case "int":
+    case "float":
+      return value.value;
+    case "bool":
+      return value.value ? 1n : 0n;
+    default:
+      return null;
+  }
+}
+
+function equal(a: TypedValue, b: TypedValue, pending: Pending): boolean {
+  const x = numeric(a);
+  const y = numeric(b);
+  // Loose equality compares bigint and number exactly (1n == 1.0, 2n ** 60n == 2 ** 60); NaN is unequal.
+  if (x !== null || y !== null) return x !== null && y !== null && x == y;
+  switch (a.kind) {
+    case "none":
+      return b.kind === "none";
+    case "str":
+    case "path":
+      return b.kind === a.kind && b.value === a.value;
+    case "enum":
+      return b.kind === "enum" && b.enum === a.enum && b.member === a.member;
+    case "list":
+      return (
+        b.kind === "list" &&
+        a.items.length === b.items.length &&
+        a.items.every((item, i) => equal(item, b.items[i] as TypedValue, pending))
+      );
+    case "set":
+      return (
+        b.kind === "set" &&
+        a.items.every((item) => b.items.some((other) => equal(item, other, pending))) &&
+        b.items.every((item) => a.items.some((other) => equal(item, other, pending)))
+      );
+    case "dict":
+      return b.kind === "dict" && dictIncludes(a, b, pending) && dictIncludes(b, a, pending);
+    case "config":
+      return b.kind === "config" && configsEqual(a.node, b.node, pending);
+    default:
+      return false;
+  }
+}
+
+type Dict = Extract<TypedValue, { kind: "dict" }>;
+
+function dictIncludes(a: Dict, b: Dict, pending: Pending): boolean {
+  return a.entries.every((entry) => {
+    const match = b.entries.find((other) => equal(entry.key, other.key, pending));
+    return match !== undefined && equal(entry.value, match.value, pending);
+  });
+}
+
+function configsEqual(a: ConfigNode, b: ConfigNode, pending: Pending): boolean {
+  if (a === b) return true;
+  if (a.type.id !== b.type.id) return false;
+  if (a.sealed && b.sealed) return Buffer.from(identifier(a)).equals(identifier(b));
+  const partners = pending.get(a) ?? new Set<ConfigNode>();
+  if (partners.has(b)) return true;
+  partners.add(b);
+  pending.set(a, partners);
+  const none: TypedValue = { kind: "none" };
+  try {
+    return a.type.arguments.every((argument) =>
+      equal(a.values.get(argument.name) ?? none, b.values.get(argument.name) ?? none, pending),
+    );
+  } finally {
+    partners.delete(b);
   }
 }

@@ -1,6 +1,6 @@
+import type { EpochReport, RunStart, StepProgress, ValidationProgress } from "./events.js";
 import { formatDuration, formatLoss, formatRate } from "./format.js";
 import { ProgressState, type ProgressSnapshot, type RunShape } from "./state.js";
-import type { EpochReport, RunStart, StepProgress, ValidationProgress } from "../learn.js";
 
 /** Where progress goes: a writable stream, possibly a terminal. */
 export interface ProgressStream {

@@ -1,4 +1,4 @@
-import type { EpochReport, RunStart, StepProgress, ValidationProgress } from "../learn-types.js";
+import type { EpochReport, RunStart, StepProgress, ValidationProgress } from "./events.js";
 
 /** A validation under way, as a display shows it. */
 export interface ValidationSnapshot {

@@ -2,10 +2,10 @@ import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
 import { hostname } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 
-import { listExperiments } from "../experiment/xpm-records.js";
 import { type FailureReason, type JobState, failureReasonOfCode } from "../workspace/job-state.js";
 import { type JobFiles, jobFiles, liveLockHolder, processAlive } from "../workspace/job.js";
 import { type ReadJobStatus, readJobStatus } from "../workspace/status.js";
+import { listExperiments } from "../workspace/xpm-records.js";
 
 
 /** A listener's best value of one metric, as stored in the job's result. */

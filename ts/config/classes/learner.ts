@@ -49,7 +49,7 @@ export const Learner = defineConfig(
   },
   {
     kind: "task",
-    // Set by the bridge (ts/bridge.ts), left out when there is none.
+    // Set by the bridge (ts/run/bridge.ts), left out when there is none.
     wireSchema: {
       properties: {
         __init_tasks__: {

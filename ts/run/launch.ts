@@ -1,32 +1,13 @@
 // Who runs the job: this process alone, the launcher of a ddp run, or one of its ranks.
 import { existsSync, rmSync } from "node:fs";
 
-import { ValidationSettings } from "./config/classes/validation.js";
-import { DistributedError } from "./errors.js";
-import { checkpointLoaderOf, loaderOf } from "./experiment/outputs.js";
-import { writeJobStatus } from "./workspace/status.js";
-import type { LearnOptions, LearnResult, LearnerConfig, LearnerLoaders, ModuleLoaderConfig } from "./learn-types.js";
+import { DistributedError } from "../errors.js";
+import type { LearnOptions, LearnResult, LearnerConfig } from "../learn-types.js";
+import { type Job, acquireLock, markDone, markFailed, prepareJobDirectory, storedResult } from "../workspace/job.js";
+import { writeJobStatus } from "../workspace/status.js";
 import { LAUNCHED_ENV, type RankInfo, launchWorkers } from "./distributed.js";
+import { loadersOf } from "./outputs.js";
 import { type StoredResult, train } from "./train.js";
-import { type Job, acquireLock, markDone, markFailed, prepareJobDirectory, storedResult } from "./workspace/job.js";
-
-/** The Learner's output as loaders marked as its outputs. */
-function loadersOf(config: LearnerConfig, result: StoredResult): LearnerLoaders {
-  const checkpoints = Object.fromEntries(
-    Object.entries(result.checkpoints).map(([epoch, path]) => [epoch, checkpointLoaderOf(config, path, Number(epoch))]),
-  );
-  const listeners: Record<string, Record<string, ModuleLoaderConfig>> = {};
-  for (const listener of config.listeners) {
-    const output = result.listeners[listener.id];
-    if (typeof output !== "object" || output === null) continue;
-    for (const [key, best] of Object.entries(output as Record<string, unknown>)) {
-      const model = (best as { model?: unknown } | null)?.model;
-      if (typeof model !== "string") continue;
-      (listeners[listener.id] ??= {})[key] = loaderOf(config, model, ValidationSettings.C({ listener, key }));
-    }
-  }
-  return { learned_model: result.learned_model === null ? null : checkpointLoaderOf(config, result.learned_model), checkpoints, listeners };
-}
 
 /** How long ranks other than 0 wait for rank 0 to write params.json (under torchrun or SLURM). */
 const PARAMS_WAIT_MS = 300_000;

@@ -1,13 +1,13 @@
 // One run of the core in this process, with its JavaScript side; and the configuration the
 // core reads when there is none (xpm-torch-run).
+import { ConfigError, unwrapOutcome } from "../errors.js";
+import type { LearnOptions, LearnResult, LearnerConfig } from "../learn-types.js";
+import { loadNative } from "../native.js";
+import { createProgressDisplay } from "../progress/display.js";
+import { generatePaths } from "../workspace/generated.js";
+import type { Job } from "../workspace/job.js";
 import { type RunCallbacks, emptySide, foreignCalls, javaScriptParts, reporter, trainingModel, learnerWireOf } from "./bridge.js";
-import { ConfigError, unwrapOutcome } from "./errors.js";
 import { interruptions } from "./interrupts.js";
-import type { LearnOptions, LearnResult, LearnerConfig } from "./learn-types.js";
-import { loadNative } from "./native.js";
-import { createProgressDisplay } from "./progress/display.js";
-import { generatePaths } from "./workspace/generated.js";
-import type { Job } from "./workspace/job.js";
 
 /** What a run stores in its job directory and returns. */
 export type StoredResult = Omit<LearnResult, "jobDir" | "identifier" | "cached" | "loaders">;

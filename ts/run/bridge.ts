@@ -2,16 +2,15 @@
 // stand-ins in the configuration the core reads, and the two channels the core uses to reach
 // them (see docs/architecture.md): reports nobody waits on, and foreign calls answered by a
 // Promise the training thread waits on.
-import { TYPE_KEY, configClassOf } from "./config/class.js";
-import { ModuleLoader } from "./config/classes/module.js";
-import { initTasksOf } from "./config/identity.js";
-import { JS_OBJECT, type Wire, toWire } from "./config/wire.js";
-import type { EpochReport, RunStart, StepProgress, ValidationProgress } from "./learn-types.js";
-import { ConfigError, unwrapOutcome } from "./errors.js";
-import { type Answer, registeredBehaviour } from "./extensions.js";
-import type { ListenerModel } from "./listeners.js";
-import { scoreRows } from "./model.js";
-import type { ForeignCall, ForeignReply, LearnRun, NativeBinding } from "./native.js";
+import { TYPE_KEY, configClassOf } from "../config/class.js";
+import { ModuleLoader } from "../config/classes/module.js";
+import { initTasksOf } from "../config/identity.js";
+import { JS_OBJECT, type Wire, toWire } from "../config/wire.js";
+import { ConfigError, unwrapOutcome } from "../errors.js";
+import { type Answer, registeredBehaviour } from "../extensions.js";
+import type { EpochReport, RunStart, StepProgress, ValidationProgress } from "../learn-types.js";
+import { type ListenerModel, scoreRows } from "../model.js";
+import type { ForeignCall, ForeignReply, LearnRun, NativeBinding } from "../native.js";
 
 /** One object written in TypeScript in a run: what it is (for messages) and its answers. */
 interface Part {

@@ -1,5 +1,5 @@
 // What stops a run from outside: the caller's AbortSignal, SIGINT and SIGTERM.
-import type { LearnOptions } from "./learn-types.js";
+import type { LearnOptions } from "../learn-types.js";
 
 /** Connects the abort signal and, unless disabled, SIGINT/SIGTERM to the run; returns the undo. */
 export function interruptions(

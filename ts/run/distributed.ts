@@ -4,8 +4,8 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync } from "node:fs";
 
-import { DistributedError } from "./errors.js";
-import { loadNative } from "./native.js";
+import { DistributedError } from "../errors.js";
+import { loadNative } from "../native.js";
 
 export { DistributedError };
 
