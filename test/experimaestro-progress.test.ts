@@ -1,15 +1,17 @@
 // A running job's progress as experimaestro 2.7.0's own code reads it (scripts/experimaestro-progress.py):
 // from status.json, as its monitors load a job, and by replaying the job's JobProgressEvents.
 import { spawn, spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 import { describe, expect, it } from "vitest";
 
+import { learn } from "../ts/learn.js";
 import { ExperimentRecords } from "../ts/workspace/xpm-records.js";
 import { JobProgress } from "../ts/workspace/job-progress.js";
 import { readJobStatus, writeJobStatus } from "../ts/workspace/status.js";
+import { smallLearner } from "./helpers/experiments.js";
 import { repoRoot } from "./helpers/node.js";
 import { waitFor } from "./helpers/wait.js";
 
@@ -37,6 +39,16 @@ function readWithExperimaestro(jobDir: string): Read {
   const ran = spawnSync(python, [join(repoRoot, "scripts", "experimaestro-progress.py"), jobDir], { encoding: "utf8", timeout: 60_000 });
   if (ran.status !== 0) throw new Error(`experimaestro-progress.py failed: ${ran.stderr}`);
   return JSON.parse(ran.stdout) as Read;
+}
+
+/** The job's JobProgressEvents, from its event archive. */
+function readProgressEvents(jobDir: string): { level: number; progress: number; desc: string | null }[] {
+  const dir = join(jobDir, ".experimaestro", "events");
+  return readdirSync(dir)
+    .sort((a, b) => Number(a.replace(/\D/g, "")) - Number(b.replace(/\D/g, "")))
+    .flatMap((f) => readFileSync(join(dir, f), "utf8").split("\n").filter(Boolean))
+    .map((l) => JSON.parse(l) as { event_type: string; level: number; progress: number; desc: string | null })
+    .filter((e) => e.event_type === "JobProgressEvent");
 }
 
 const TASK = "xpm_torch.learner.learner";
@@ -92,6 +104,21 @@ describe.skipIf(reason !== undefined)("a job's progress, read by experimaestro",
     expect(readWithExperimaestro(target.jobDir).status_progress).toEqual([{ level: 0, desc: "epoch 1/2", progress: 0.5 }]);
     writeJobStatus(target, { state: "scheduled", process: { type: "slurm", id: "7" } });
     expect(readJobStatus(target.jobDir)!.progress).toEqual([]);
+  });
+
+  it("is written by a real run: each epoch at level 0, training and validation at level 1, the run's end at 100 %", async () => {
+    const workspace = mkdtempSync(join(tmpdir(), "xpm-progress-run-"));
+    const result = await learn(smallLearner(3e-3, 0, 3, 30), { workspace, quiet: true, handleSignals: false });
+    const read = readWithExperimaestro(result.jobDir);
+    expect(read.state).toBe("JobStateDone()");
+    expect(read.status_progress[0]).toEqual({ level: 0, desc: "epoch 3/3", progress: 1 });
+    const events = readProgressEvents(result.jobDir);
+    const epochs = events.filter((e) => e.level === 0).map((e) => e.desc);
+    expect(new Set(epochs)).toEqual(new Set(["epoch 1/3", "epoch 2/3", "epoch 3/3"]));
+    const levelZero = events.filter((e) => e.level === 0).map((e) => e.progress);
+    expect(levelZero).toEqual([...levelZero].sort((a, b) => a - b));
+    expect(events.some((e) => e.level === 1 && e.desc === "training")).toBe(true);
+    expect(events.some((e) => e.level === 1 && e.desc === "validation val")).toBe(true);
   });
 
   it("reaches experimaestro's own monitor live (its events viewer, the feed of its web and console views)", async () => {

@@ -1,5 +1,6 @@
 import type { LearnOptions, LearnResult, LearnerConfig } from "./learn-types.js";
 import { processesPerNode, rankFromEnvironment, usesDdp } from "./run/distributed.js";
+import { withJobProgress } from "./run/job-progress.js";
 import { asRank, completed, launch, runOwned } from "./run/launch.js";
 import { type StoredResult, train } from "./run/train.js";
 import { defaultWorkspace, jobOf, storedResult } from "./workspace/job.js";
@@ -38,5 +39,5 @@ export async function learn(config: LearnerConfig, options: LearnOptions = {}): 
   const fabric = config.fabric_config;
   const perNode = processesPerNode(fabric);
   if (usesDdp(fabric) && perNode * fabric.num_nodes > 1 && rank === undefined) return launch(config, job, perNode);
-  return runOwned(config, job, () => train(config, job, options));
+  return runOwned(config, job, () => train(config, job, withJobProgress(config, job, options)));
 }

@@ -4,8 +4,10 @@ import { existsSync, rmSync } from "node:fs";
 import { DistributedError } from "../errors.js";
 import type { LearnOptions, LearnResult, LearnerConfig } from "../learn-types.js";
 import { type Job, acquireLock, markDone, markFailed, prepareJobDirectory, storedResult } from "../workspace/job.js";
+import { failureReasonOfCode } from "../workspace/job-state.js";
 import { writeJobStatus } from "../workspace/status.js";
 import { LAUNCHED_ENV, type RankInfo, launchWorkers } from "./distributed.js";
+import { withJobProgress } from "./job-progress.js";
 import { loadersOf } from "./outputs.js";
 import { type StoredResult, train } from "./train.js";
 
@@ -24,8 +26,7 @@ async function waitForParams(job: Job, rank: number): Promise<void> {
 
 /** The job's state where experimaestro's tools (and a plan run again) read it. */
 function recordState(job: Job, state: "running" | "done" | "error", error?: unknown): void {
-  const code = (error as { code?: unknown } | undefined)?.code;
-  const failureReason = code === "ERR_INTERRUPTED" ? "cancelled" : code === "ERR_OUT_OF_MEMORY" ? "memory" : "failed";
+  const failureReason = failureReasonOfCode((error as { code?: unknown } | undefined)?.code);
   writeJobStatus({ jobDir: job.dir, identifier: job.identifier, taskId: job.typeId }, { state, ...(state === "error" ? { failureReason } : {}) });
 }
 
@@ -86,9 +87,11 @@ export async function launch(config: LearnerConfig, job: Job, perNode: number): 
 export async function asRank(config: LearnerConfig, job: Job, options: LearnOptions, rank: RankInfo): Promise<LearnResult> {
   const launched = process.env[LAUNCHED_ENV] === "1";
   const workerOptions = rank.rank === 0 ? options : { ...options, quiet: true };
-  if (rank.rank === 0 && !launched) return runOwned(config, job, () => train(config, job, workerOptions));
+  // Rank 0 reports the run's progress where experimaestro reads it.
+  const rankOptions = rank.rank === 0 ? withJobProgress(config, job, workerOptions) : workerOptions;
+  if (rank.rank === 0 && !launched) return runOwned(config, job, () => train(config, job, rankOptions));
   if (rank.rank !== 0 && !launched) await waitForParams(job, rank.rank);
-  const result = await train(config, job, workerOptions);
+  const result = await train(config, job, rankOptions);
   if (rank.rank === 0) markDone(job, result);
   return completed(config, job, result, false);
 }
