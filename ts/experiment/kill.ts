@@ -1,10 +1,10 @@
 // `xpm-torch jobs kill`: stops one job, wherever it runs.
 import { hostname } from "node:os";
-import { join } from "node:path";
 
 import { XpmTorchError } from "../errors.js";
 import type { JobInfo } from "../report/job.js";
-import { liveLockHolder } from "../workspace/job.js";
+import { stateLabel } from "../workspace/job-state.js";
+import { jobFiles, liveLockHolder } from "../workspace/job.js";
 import { cancelJob } from "./slurm.js";
 
 /**
@@ -23,10 +23,10 @@ export async function killJob(jobs: readonly JobInfo[], prefix: string): Promise
     return `cancelled SLURM job ${record.id} (${job.dir})`;
   }
   // A job run by `learn()` outside any experiment has no record: its lock names its process.
-  const locked = liveLockHolder(join(job.dir, `${job.typeId.slice(job.typeId.lastIndexOf(".") + 1)}.lock`));
+  const locked = liveLockHolder(jobFiles(job.dir).lockFile);
   const pid = record?.type === "local" && record.host === hostname() && typeof record.pid === "number" ? record.pid : locked?.host === hostname() ? locked.pid : undefined;
   if (job.state !== "running" || pid === undefined) {
-    throw new XpmTorchError("ERR_NO_JOB", `job ${job.dir} is ${job.state}${record?.type === "local" && record.host !== hostname() ? ` on ${String(record.host)}` : ""}: nothing to stop here`);
+    throw new XpmTorchError("ERR_NO_JOB", `job ${job.dir} is ${stateLabel(job.state, job.failureReason)}${record?.type === "local" && record.host !== hostname() ? ` on ${String(record.host)}` : ""}: nothing to stop here`);
   }
   process.kill(pid, "SIGTERM");
   return `sent SIGTERM to process ${pid} (${job.dir}): it writes a checkpoint and stops; running the job again resumes it`;
