@@ -2,7 +2,7 @@
 // SLURM controller kept in memory (test/helpers/fake-slurm.ts), so each fault is played out in
 // milliseconds and always the same way. The same faults on a real one-node SLURM are in
 // slurm-faults.integration.test.ts.
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -12,7 +12,7 @@ import { ExperimentError, JobFailedError } from "../ts/experiment/errors.js";
 import { type Experiment, ExperimentInterruptedError, type ExperimentOptions, type JobHandle, runExperiment } from "../ts/experiment/experiment.js";
 import { SlurmLauncher } from "../ts/experiment/launchers.js";
 import { SlurmBackend } from "../ts/experiment/slurm-backend.js";
-import { jobFiles } from "../ts/workspace/job.js";
+import { jobFiles, jobOf, prepareJobDirectory } from "../ts/workspace/job.js";
 import { readJobStatus } from "../ts/workspace/status.js";
 import { finetuneFrom, smallLearner } from "./helpers/experiments.js";
 import { FakeSlurm } from "./helpers/fake-slurm.js";
@@ -202,6 +202,23 @@ describe("two plans started at once, sharing a job", () => {
 });
 
 describe("a job's files damaged (a crash mid-write, a full disk)", () => {
+  it("takes over a launch claim torn by a crash once it is older than a write", async () => {
+    const { slurm, workspace, run } = setup();
+    const learner = smallLearner(9.5e-2);
+    const job = jobOf(learner, workspace);
+    prepareJobDirectory(learner, job);
+    writeFileSync(job.claimFile, "{\"host\": \"h");
+    const minuteAgo = new Date(Date.now() - 60_000);
+    utimesSync(job.claimFile, minuteAgo, minuteAgo);
+    let handle: JobHandle | undefined;
+    const plan = run("torn-claim", (xp) => void (handle = xp.submit(learner)));
+    await waitFor(() => handle !== undefined && slurm.idsOf(handle.jobDir).length === 1, "the job queued");
+    const id = idOf(slurm, handle!);
+    slurm.start(id);
+    slurm.complete(id);
+    expect((await plan).jobs[0]!.state).toBe("done");
+  });
+
   it("recovers a queued job's SLURM id from its launch log when status.json is not JSON, and follows it", async () => {
     const { slurm, run } = setup();
     let handle: JobHandle | undefined;

@@ -83,6 +83,19 @@ describe("the scheduler with processes of a host", () => {
     expect(again.processes.size).toBe(0);
   });
 
+  it("does not launch a job that another process finished while it waited for a slot", async () => {
+    const workspace = workspaceFor();
+    const local = new FakeLocal(1);
+    const handles: JobHandle[] = [];
+    const plan = run(workspace, local, (xp) => void handles.push(xp.submit(smallLearner(1e-2, 3)), xp.submit(smallLearner(2e-2, 3))));
+    await waitFor(() => handles.length === 2 && handles[1]!.state === "ready", "the second job waiting for the slot");
+    // Another plan (or a learn() call) runs it to its end meanwhile.
+    markDone(jobOf(smallLearner(2e-2, 3), workspace), EMPTY_RESULT);
+    local.complete(handles[0]!.jobDir);
+    expect((await plan).jobs.map((j) => j.state)).toEqual(["done", "done"]);
+    expect(local.startsOf(handles[1]!.jobDir)).toBe(0);
+  });
+
   it("keeps max_jobs across a killed plan and its re-run: the processes it left take their slots first", async () => {
     const workspace = workspaceFor();
     const local = new FakeLocal(2);

@@ -195,8 +195,18 @@ export class Scheduler {
         if (entry.state === "waiting") this.move(entry, "ready");
         // Starting takes the launcher's room at once (before any await), so the next job sees it.
         if (!entry.backend.canStart(entry.config) || this.watchingClaims.has(entry)) continue;
-        if (takeLaunchClaim(entry.job, this.plan)) void this.launch(entry);
-        else void this.followOtherPlan(entry);
+        if (!takeLaunchClaim(entry.job, this.plan)) {
+          void this.followOtherPlan(entry);
+          continue;
+        }
+        // Done since this plan looked (by another plan, or a learn() call): not launched again.
+        const stored = doneMeanwhile(entry.job);
+        if (stored) {
+          releaseLaunchClaim(entry.job, this.plan);
+          this.finishDone(entry, stored, true);
+          continue;
+        }
+        void this.launch(entry);
       }
     } finally {
       this.pumping = false;
@@ -310,7 +320,8 @@ export class Scheduler {
         if (claim === undefined || !claimStands(claim)) {
           const last = lastLaunch(entry.job);
           if (last && (storedResult(entry.job) || (await entry.backend.isLive(last)))) return void this.follow(entry, last);
-          return;
+          // Claimed here at the next pump, once the claim is gone (or a torn one is old enough).
+          return await new Promise((wake) => setTimeout(wake, LOCK_POLL_MS));
         }
         if (claim.process) return void this.follow(entry, claim.process as ProcessRecord);
         await new Promise((wake) => setTimeout(wake, LOCK_POLL_MS));
@@ -382,6 +393,15 @@ export class Scheduler {
     entry.fail(new JobFailedError(entry.job, finalReason, message, stderrTail));
     this.failDependentsOf(entry);
     this.pump();
+  }
+}
+
+/** The job's result if it is done, else undefined (a torn result is the job process's to report). */
+function doneMeanwhile(job: Job): StoredResult | undefined {
+  try {
+    return storedResult<StoredResult>(job);
+  } catch {
+    return undefined;
   }
 }
 

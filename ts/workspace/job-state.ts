@@ -28,7 +28,8 @@ export const TRANSITIONS: Readonly<Record<JobState, readonly JobState[]>> = {
   // its files cannot be read
   unscheduled: ["done", "running", "waiting", "scheduled", "error"],
   waiting: ["ready", "error"],
-  ready: ["scheduled"],
+  // started; done meanwhile by another plan or a learn() call
+  ready: ["scheduled", "done"],
   // runs; ended before it was seen running; refused by its launcher (sbatch said no), or ended
   // without running; cancelled to be queued again
   scheduled: ["running", "done", "error", "waiting"],

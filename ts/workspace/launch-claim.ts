@@ -1,7 +1,7 @@
 // Which plan launches a job: two plans started at once, sharing jobs, must not both start one.
 // The first to create the claim file launches the job and writes the process it started there;
 // the other follows that process. A claim of a dead plan of this host is taken over.
-import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
+import { closeSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeSync } from "node:fs";
 import { hostname } from "node:os";
 import { dirname } from "node:path";
 
@@ -21,6 +21,17 @@ export interface LaunchClaim {
 
 /** How long a claim of another host without a process is believed (a plan killed while it launched). */
 const FOREIGN_CLAIM_MS = 15 * 60_000;
+
+/** How long an unreadable claim may be in the middle of its write. */
+const TORN_MS = 10_000;
+
+function tornFor(file: string, ms: number): boolean {
+  try {
+    return Date.now() - statSync(file).mtimeMs > ms;
+  } catch {
+    return true;
+  }
+}
 
 export function readLaunchClaim(job: JobFiles): LaunchClaim | undefined {
   try {
@@ -53,8 +64,8 @@ export function takeLaunchClaim(job: JobFiles, plan: string): boolean {
     }
     const held = readLaunchClaim(job);
     if (held?.plan === plan) return true;
-    // Unreadable (being written right now) stands; a claim of a plan gone is taken over.
-    if (held === undefined || claimStands(held)) return false;
+    // Unreadable: being written right now, or torn by a crash once it is older than that.
+    if (held === undefined ? !tornFor(job.claimFile, TORN_MS) : claimStands(held)) return false;
     rmSync(job.claimFile, { force: true });
   }
   return false;
