@@ -10,6 +10,7 @@ import { describe, expect, it, vi } from "vitest";
 
 import { ExperimentError, JobFailedError } from "../ts/experiment/errors.js";
 import { type Experiment, ExperimentInterruptedError, type ExperimentOptions, type JobHandle, runExperiment } from "../ts/experiment/experiment.js";
+import type { LearnerConfig } from "../ts/learn-types.js";
 import { SlurmLauncher } from "../ts/experiment/launchers.js";
 import { SlurmBackend } from "../ts/experiment/slurm-backend.js";
 import { jobFiles, jobOf, prepareJobDirectory } from "../ts/workspace/job.js";
@@ -41,6 +42,14 @@ function twoStages(handles: JobHandle[]) {
 }
 
 const idOf = (slurm: FakeSlurm, handle: JobHandle, n = -1) => slurm.idsOf(handle.jobDir).at(n)!;
+
+/** A plan of one job, once that job is queued: the plan, the job and its SLURM id. */
+async function oneJobQueued(slurm: FakeSlurm, run: ReturnType<typeof setup>["run"], name: string, learner: LearnerConfig, options: Partial<ExperimentOptions> = {}) {
+  let handle: JobHandle | undefined;
+  const plan = run(name, (xp) => void (handle = xp.submit(learner)), options);
+  await waitFor(() => handle !== undefined && slurm.idsOf(handle.jobDir).length >= 1, `job ${name} queued`);
+  return { plan, handle: handle!, id: idOf(slurm, handle!) };
+}
 
 describe("a dependency that ends outside the plan", () => {
   it("marks its queued dependents dependency failed in the running plan (never waits on DependencyNeverSatisfied)", async () => {
@@ -79,8 +88,7 @@ describe("a dependency that ends outside the plan", () => {
     const newFirst = idOf(slurm, handles[0]!);
     expect(newFirst).not.toBe(oldFirst);
     expect(slurm.jobs.get(idOf(slurm, handles[1]!))!.afterOk).toEqual([newFirst]);
-    slurm.start(newFirst);
-    slurm.complete(newFirst);
+    slurm.succeed(newFirst);
     slurm.start(idOf(slurm, handles[1]!));
     slurm.complete(idOf(slurm, handles[1]!));
     const summary = await second;
@@ -91,35 +99,28 @@ describe("a dependency that ends outside the plan", () => {
 describe("a SLURM job that vanishes", () => {
   it("waits a bounded time for the job's files, then ends in error saying SLURM lost it; a re-run runs it again", async () => {
     const { slurm, run } = setup();
-    let handle: JobHandle | undefined;
-    const plan = run("vanish", (xp) => void (handle = xp.submit(smallLearner(2e-2))));
-    await waitFor(() => handle !== undefined && slurm.idsOf(handle.jobDir).length === 1, "the job queued");
-    slurm.start(idOf(slurm, handle!));
-    slurm.forget(idOf(slurm, handle!));
+    const { plan, handle, id } = await oneJobQueued(slurm, run, "vanish", smallLearner(2e-2));
+    slurm.start(id);
+    slurm.forget(id);
     const error = await plan.catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ExperimentError);
     expect((error as ExperimentError).failures[0]!.message).toMatch(/no longer known to SLURM/);
 
     const again = run("vanish", (xp) => void xp.submit(smallLearner(2e-2)));
-    await waitFor(() => slurm.submissionsOf(handle!.jobDir) === 2, "the job queued again");
-    const id = idOf(slurm, handle!);
-    slurm.start(id);
-    slurm.complete(id);
+    await waitFor(() => slurm.submissionsOf(handle.jobDir) === 2, "the job queued again");
+    slurm.succeed(idOf(slurm, handle));
     expect((await again).jobs[0]!.state).toBe("done");
   });
 
   it("takes the job's own word when its files say it ended during the wait", async () => {
     const { slurm, run } = setup();
-    let handle: JobHandle | undefined;
-    const plan = run("vanish-done", (xp) => void (handle = xp.submit(smallLearner(3e-2))));
-    await waitFor(() => handle !== undefined && slurm.idsOf(handle.jobDir).length === 1, "the job queued");
-    const id = idOf(slurm, handle!);
+    const { plan, handle, id } = await oneJobQueued(slurm, run, "vanish-done", smallLearner(3e-2));
     slurm.start(id);
     slurm.forget(id);
     // Its result reaches the shared file system once the plan has seen SLURM forget the job.
     const asked = slurm.calls.length;
     await waitFor(() => slurm.calls.slice(asked).some((c) => c.startsWith("squeue")), "the plan to ask SLURM again");
-    slurm.jobs.set(id, { id, jobDir: handle!.jobDir, afterOk: [], slurmState: "RUNNING", reason: undefined, exitCode: undefined });
+    slurm.jobs.set(id, { id, jobDir: handle.jobDir, afterOk: [], slurmState: "RUNNING", reason: undefined, exitCode: undefined });
     slurm.complete(id);
     slurm.forget(id);
     expect((await plan).jobs[0]!.state).toBe("done");
@@ -174,15 +175,12 @@ describe("a plan stopped while it waits on SLURM jobs", () => {
 describe("the job's own word on how it ended", () => {
   it("stands in status.json and in the error: the scheduler does not replace `memory` by `failed`", async () => {
     const { slurm, run } = setup();
-    let handle: JobHandle | undefined;
-    const plan = run("oom", (xp) => void (handle = xp.submit(smallLearner(6e-2))));
-    await waitFor(() => handle !== undefined && slurm.idsOf(handle.jobDir).length === 1, "the job queued");
-    const id = idOf(slurm, handle!);
+    const { plan, handle, id } = await oneJobQueued(slurm, run, "oom", smallLearner(6e-2));
     slurm.start(id);
     slurm.fail(id, "memory", "out of memory: the batch did not fit");
     const error = (await plan.catch((e: unknown) => e)) as ExperimentError;
     expect(error.failures[0]!.reason).toBe("memory");
-    expect(readJobStatus(handle!.jobDir)).toMatchObject({ state: "error", failureReason: "memory", exitCode: 1 });
+    expect(readJobStatus(handle.jobDir)).toMatchObject({ state: "error", failureReason: "memory", exitCode: 1 });
   });
 });
 
@@ -194,8 +192,7 @@ describe("two plans started at once, sharing a job", () => {
     await waitFor(() => handles.length === 2 && handles.every((h) => h.state === "scheduled"), "both plans to follow the job");
     expect(slurm.submissionsOf(handles[0]!.jobDir)).toBe(1);
     const id = idOf(slurm, handles[0]!);
-    slurm.start(id);
-    slurm.complete(id);
+    slurm.succeed(id);
     const summaries = await Promise.all(plans);
     expect(summaries.map((s) => s.jobs[0]!.state)).toEqual(["done", "done"]);
   });
@@ -210,46 +207,35 @@ describe("a job's files damaged (a crash mid-write, a full disk)", () => {
     writeFileSync(job.claimFile, "{\"host\": \"h");
     const minuteAgo = new Date(Date.now() - 60_000);
     utimesSync(job.claimFile, minuteAgo, minuteAgo);
-    let handle: JobHandle | undefined;
-    const plan = run("torn-claim", (xp) => void (handle = xp.submit(learner)));
-    await waitFor(() => handle !== undefined && slurm.idsOf(handle.jobDir).length === 1, "the job queued");
-    const id = idOf(slurm, handle!);
-    slurm.start(id);
-    slurm.complete(id);
+    const { plan, handle, id } = await oneJobQueued(slurm, run, "torn-claim", learner);
+    slurm.succeed(id);
     expect((await plan).jobs[0]!.state).toBe("done");
   });
 
   it("recovers a queued job's SLURM id from its launch log when status.json is not JSON, and follows it", async () => {
     const { slurm, run } = setup();
-    let handle: JobHandle | undefined;
     const abort = new AbortController();
-    const first = run("torn-status", (xp) => void (handle = xp.submit(smallLearner(7e-2))), { signal: abort.signal });
-    await waitFor(() => handle !== undefined && slurm.idsOf(handle.jobDir).length === 1, "the job queued");
+    const { plan: first, handle } = await oneJobQueued(slurm, run, "torn-status", smallLearner(7e-2), { signal: abort.signal });
     abort.abort();
     await expect(first).rejects.toBeInstanceOf(ExperimentInterruptedError);
-    const status = jobFiles(handle!.jobDir).statusFile;
+    const status = jobFiles(handle.jobDir).statusFile;
     writeFileSync(status, readFileSync(status, "utf8").slice(0, 40));
 
     const lines: string[] = [];
-    const again = runExperiment("torn-status", (xp) => void xp.submit(smallLearner(7e-2)), { workspace: handle!.jobDir.split("/jobs/")[0]!, log: (l) => lines.push(l), handleSignals: false }, () => new SlurmBackend(SlurmLauncher.C({}), slurm, TIMINGS));
+    const again = runExperiment("torn-status", (xp) => void xp.submit(smallLearner(7e-2)), { workspace: handle.jobDir.split("/jobs/")[0]!, log: (l) => lines.push(l), handleSignals: false }, () => new SlurmBackend(SlurmLauncher.C({}), slurm, TIMINGS));
     await waitFor(() => lines.some((l) => /scheduled/.test(l)), "the job followed");
-    const id = idOf(slurm, handle!);
-    slurm.start(id);
-    slurm.complete(id);
+    slurm.succeed(idOf(slurm, handle));
     expect((await again).jobs[0]!.state).toBe("done");
-    expect(slurm.submissionsOf(handle!.jobDir)).toBe(1);
+    expect(slurm.submissionsOf(handle.jobDir)).toBe(1);
     expect(lines.join("\n")).toMatch(/status\.json is not JSON/);
   });
 
   it("repairs a truncated params.json, and refuses a done job whose result.json is not JSON, naming the file", async () => {
     const { slurm, run, workspace } = setup();
-    let handle: JobHandle | undefined;
-    const plan = run("torn-result", (xp) => void (handle = xp.submit(smallLearner(8e-2))));
-    await waitFor(() => handle !== undefined && slurm.idsOf(handle.jobDir).length === 1, "the job queued");
-    slurm.start(idOf(slurm, handle!));
-    slurm.complete(idOf(slurm, handle!));
+    const { plan, handle, id } = await oneJobQueued(slurm, run, "torn-result", smallLearner(8e-2));
+    slurm.succeed(id);
     await plan;
-    const files = jobFiles(handle!.jobDir);
+    const files = jobFiles(handle.jobDir);
     writeFileSync(files.resultFile, "{\"epochs\": [");
     writeFileSync(files.paramsFile, "{\"objects\"");
     const error = await run("torn-result", (xp) => void xp.submit(smallLearner(8e-2))).catch((e: unknown) => e);

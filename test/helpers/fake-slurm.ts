@@ -93,6 +93,12 @@ export class FakeSlurm implements SlurmClient {
     this.end(id, "COMPLETED", 0);
   }
 
+  /** The job starts, then ends with a result. */
+  succeed(id: string): void {
+    this.start(id);
+    this.complete(id);
+  }
+
   /** The job's process ends in error, saying why. */
   fail(id: string, reason: FailureReason, message: string): void {
     const job = this.job(id);
