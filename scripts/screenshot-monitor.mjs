@@ -5,7 +5,8 @@
 //   node --experimental-websocket scripts/screenshot-monitor.mjs URL EXPERIMENT OUT_PREFIX
 //
 // URL: the monitor's address with its token, as `experimaestro experiments --workdir WS monitor
-// --port P` prints it. Writes OUT_PREFIX-jobs.png and OUT_PREFIX-job.png, and prints the page's text.
+// --port P` prints it. Writes OUT_PREFIX-jobs.png and OUT_PREFIX-job.png (without the job's
+// folder), and prints the page's text.
 import { spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 
@@ -66,6 +67,11 @@ try {
     (icon?.closest("a, button, span, i") ?? icon)?.dispatchEvent(new MouseEvent("click", { bubbles: true }));
   })()`);
   await sleep(3000);
+  // The job's folder names this machine's directories: its row is hidden from the picture.
+  await evaluate(`(() => {
+    const label = [...document.querySelectorAll(".modal *")].find((e) => e.children.length === 0 && e.textContent.trim() === "Path");
+    for (const cell of [label, label?.nextElementSibling]) if (cell) cell.style.display = "none";
+  })()`);
   await screenshot(`${prefix}-job.png`);
   console.log(await evaluate("document.body.innerText"));
 } finally {
