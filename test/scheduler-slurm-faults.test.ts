@@ -12,7 +12,8 @@ import { ExperimentError, JobFailedError } from "../ts/experiment/errors.js";
 import { type Experiment, ExperimentInterruptedError, type ExperimentOptions, type JobHandle, runExperiment } from "../ts/experiment/experiment.js";
 import type { LearnerConfig } from "../ts/learn-types.js";
 import { SlurmLauncher } from "../ts/experiment/launchers.js";
-import { SlurmBackend } from "../ts/experiment/slurm-backend.js";
+import { SlurmBackend, isTransientSlurmError } from "../ts/experiment/slurm-backend.js";
+import { SlurmError } from "../ts/experiment/slurm.js";
 import { jobFiles, jobOf, prepareJobDirectory } from "../ts/workspace/job.js";
 import { readJobStatus } from "../ts/workspace/status.js";
 import { finetuneFrom, smallLearner } from "./helpers/experiments.js";
@@ -153,6 +154,17 @@ describe("the controller unreachable", () => {
     const message = (error as ExperimentError).failures[0]!.message;
     expect(message).toMatch(/sbatch/);
     expect(message).toMatch(/Unable to contact slurm controller/);
+  });
+});
+
+describe("which SLURM failures are tried again", () => {
+  it("a controller that cannot be reached, and a query that did not answer; never an sbatch that did not answer (it may have queued the job)", () => {
+    const unreachable = new SlurmError("SlurmLauncher: sbatch failed", { command: "sbatch", stderr: "sbatch: error: Batch job submission failed: Unable to contact slurm controller (connect failure)" });
+    const timedOut = new SlurmError("SlurmLauncher: sbatch did not answer within 120 s; is slurmctld reachable (scontrol ping)?", { command: "sbatch" });
+    const refused = new SlurmError("SlurmLauncher: sbatch refused x.sh: Invalid account or account/partition combination specified", { command: "sbatch" });
+    expect([unreachable, timedOut, refused].map((e) => isTransientSlurmError(e, false))).toEqual([true, false, false]);
+    expect([unreachable, timedOut, refused].map((e) => isTransientSlurmError(e, true))).toEqual([true, true, false]);
+    expect(isTransientSlurmError(new Error("Unable to contact slurm controller"), true)).toBe(false);
   });
 });
 

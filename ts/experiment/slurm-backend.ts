@@ -55,10 +55,17 @@ export function slurmTimings(): SlurmTimings {
 }
 
 /** SLURM's words for a controller that cannot be reached now, rather than a refusal. */
-const TRANSIENT = /unable to contact slurm controller|socket timed out|connection refused|connect failure|temporarily unavailable|try again|slurm_persist_conn|did not answer within|Transient/i;
+const UNREACHABLE = /unable to contact slurm controller|socket timed out|connection refused|connect failure|temporarily unavailable|try again|slurm_persist_conn|Transient/i;
 
-export function isTransientSlurmError(error: unknown): boolean {
-  return error instanceof SlurmError && TRANSIENT.test(`${error.message} ${error.stderr ?? ""}`);
+/**
+ * Whether a SLURM command may be run again after this error: the controller could not be
+ * reached. A command that did not answer in time may have acted: only a query is run again then
+ * (a second sbatch could queue the job twice).
+ */
+export function isTransientSlurmError(error: unknown, query: boolean): boolean {
+  if (!(error instanceof SlurmError)) return false;
+  const said = `${error.message} ${error.stderr ?? ""}`;
+  return UNREACHABLE.test(said) || (query && /did not answer within/.test(said));
 }
 
 /** One job followed: what its follow() is told at each poll. */
@@ -112,13 +119,13 @@ export class SlurmBackend implements Backend {
       signalSeconds: this.launcher.signal_seconds,
     });
     writeFileSync(job.slurmScript, script, { mode: 0o755 });
-    const id = await this.retried("sbatch", () => this.slurm.submit(job.slurmScript));
+    const id = await this.retried("sbatch", false, () => this.slurm.submit(job.slurmScript));
     return { type: "slurm", id, ...(afterOk.length > 0 ? { afterOk: [...afterOk] } : {}) };
   }
 
   async isLive(record: ProcessRecord): Promise<boolean> {
     if (record.type !== "slurm") return false;
-    const status = (await this.retried("squeue", () => this.slurm.query([record.id]))).get(record.id);
+    const status = (await this.retried("squeue", true, () => this.slurm.query([record.id]))).get(record.id);
     return status !== undefined && (QUEUED.has(status.state) || RUNNING.has(status.state));
   }
 
@@ -216,7 +223,7 @@ export class SlurmBackend implements Backend {
   }
 
   /** Runs a SLURM command, again while the controller cannot be reached, for `unreachableMs` at most. */
-  private async retried<T>(command: string, run: () => Promise<T>): Promise<T> {
+  private async retried<T>(command: string, query: boolean, run: () => Promise<T>): Promise<T> {
     const started = Date.now();
     let wait = this.timings.pollMs;
     for (;;) {
@@ -224,7 +231,7 @@ export class SlurmBackend implements Backend {
         return await run();
       } catch (error) {
         const waited = Date.now() - started;
-        if (!isTransientSlurmError(error)) throw error;
+        if (!isTransientSlurmError(error, query)) throw error;
         if (waited >= this.timings.unreachableMs) {
           const said = error instanceof Error ? error.message : String(error);
           throw new SlurmError(`SlurmLauncher: SLURM could not be reached for ${Math.round(waited / 1000)} s (${command}): ${said}`, { command, ...(error instanceof SlurmError && error.stderr ? { stderr: error.stderr } : {}) });
