@@ -1,6 +1,6 @@
 // experiment(): a plan submits Learners; each runs as its own process through its launcher, in
 // the workspace's job directories, recorded as experimaestro records them.
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 
 import { type ConfigOf, configClassOf } from "../config/class.js";
@@ -11,7 +11,7 @@ import type { LearnResult, LearnerConfig } from "../learn-types.js";
 import { interruptions } from "../run/interrupts.js";
 import { type Job, defaultWorkspace, jobOf, prepareJobDirectory, storedResult } from "../workspace/job.js";
 import type { FailureReason, JobState } from "../workspace/job-state.js";
-import { readParamsJson } from "../workspace/params-json.js";
+import { paramsIdentifier } from "../workspace/params-json.js";
 import { readJobStatus, unreadableStatus } from "../workspace/status.js";
 import { ExperimentRecords, markWorkspace } from "../workspace/xpm-records.js";
 import type { Backend } from "./backend.js";
@@ -240,7 +240,7 @@ function notStarted(name: string): XpmTorchError {
 function paramsReadBack(job: Job): boolean {
   if (!existsSync(job.paramsFile)) return false;
   try {
-    return identifierOf(readParamsJson(readFileSync(job.paramsFile, "utf8"), job.paramsFile)) === job.identifier;
+    return paramsIdentifier(job.paramsFile) === job.identifier;
   } catch {
     return false;
   }

@@ -29,12 +29,12 @@ export function tailOf(file: string, lines = 20): string {
   return text.split("\n").slice(-lines).join("\n");
 }
 
-/** What the job's own process recorded when it failed (`learner.failed`), if it did. */
-export function recordedFailure(job: Job): string | undefined {
+/** What the job's own process recorded when it failed (`learner.failed`): its message and error code. */
+export function recordedFailure(job: Job): { readonly message: string; readonly code: unknown } | undefined {
   if (!existsSync(job.failedFile)) return undefined;
   try {
-    const info = JSON.parse(readFileSync(job.failedFile, "utf8")) as { message?: unknown };
-    return typeof info.message === "string" ? info.message : undefined;
+    const info = JSON.parse(readFileSync(job.failedFile, "utf8")) as { message?: unknown; code?: unknown };
+    return typeof info.message === "string" ? { message: info.message, code: info.code } : undefined;
   } catch {
     return undefined;
   }

@@ -3,16 +3,15 @@
 // move is one of TRANSITIONS (ts/workspace/job-state.ts); the scheduler writes its own fields of
 // the job's status.json and never an outcome the job's process recorded itself.
 import { randomBytes } from "node:crypto";
-import { readFileSync, rmSync } from "node:fs";
+import { rmSync } from "node:fs";
 
-import { identifierOf } from "../config/identity.js";
 import { InternalError, XpmTorchError } from "../errors.js";
 import type { LearnResult, LearnerConfig } from "../learn-types.js";
 import { completed } from "../run/launch.js";
 import type { StoredResult } from "../run/train.js";
 import { type FailureReason, type JobState, checkTransition, failureReasonOfCode, isFinal } from "../workspace/job-state.js";
 import { type Job, liveLockHolder, prepareJobDirectory, readLockHolder, storedResult } from "../workspace/job.js";
-import { readParamsJson } from "../workspace/params-json.js";
+import { paramsIdentifier } from "../workspace/params-json.js";
 import { claimStands, noteClaimProcess, readLaunchClaim, releaseLaunchClaim, takeLaunchClaim } from "../workspace/launch-claim.js";
 import { noteSchedulerState, settleJobStatus, writeJobStatus } from "../workspace/status.js";
 import type { Backend, ProcessExit, ProcessRecord } from "./backend.js";
@@ -373,8 +372,8 @@ export class Scheduler {
     if (stored) return this.finishDone(entry, stored, false, exit);
     if (exit.lost !== "vanished" && exit.lost !== "unreachable" && liveLockHolder(entry.job.lockFile)) return void this.waitForLock(entry);
     const recorded = recordedFailure(entry.job);
-    const message = recorded ?? unrecordedEnd(entry, exit);
-    this.finishError(entry, message, tailOf(entry.job.stderrFile), recorded === undefined ? "failed" : failureReasonOfCode(recordedFailureCode(entry.job)), exit);
+    const message = recorded?.message ?? unrecordedEnd(entry, exit);
+    this.finishError(entry, message, tailOf(entry.job.stderrFile), recorded ? failureReasonOfCode(recorded.code) : "failed", exit);
   }
 
   private finishDone(entry: ScheduledJob, result: StoredResult, cached: boolean, exit?: ProcessExit): void {
@@ -405,15 +404,6 @@ function doneMeanwhile(job: Job): StoredResult | undefined {
   }
 }
 
-/** The code the job's process recorded with its failure (`learner.failed`). */
-function recordedFailureCode(job: Job): unknown {
-  try {
-    return (JSON.parse(readFileSync(job.failedFile, "utf8")) as { code?: unknown }).code;
-  } catch {
-    return undefined;
-  }
-}
-
 /** Why a job ended, when its own process did not say: what its launcher saw. */
 function unrecordedEnd(entry: ScheduledJob, exit: ProcessExit): string {
   const record = entry.record;
@@ -432,7 +422,7 @@ function unrecordedEnd(entry: ScheduledJob, exit: ProcessExit): string {
 
 /** The job process rebuilds the task from params.json: it must find the same identifier. */
 function checkParamsJson(job: Job): void {
-  const identifier = identifierOf(readParamsJson(readFileSync(job.paramsFile, "utf8"), job.paramsFile));
+  const identifier = paramsIdentifier(job.paramsFile);
   if (identifier !== job.identifier) {
     throw new InternalError(`${job.paramsFile} reads back as the task ${identifier}, not ${job.identifier}: the job process would train another configuration`);
   }

@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { relative } from "node:path";
 
 import { type AnyConfigClass, classById, configClassOf } from "../config/class.js";
@@ -208,4 +209,12 @@ export function readParamsJson(text: string, file = "params.json"): object {
     }
   }
   return last as object;
+}
+
+/**
+ * The identifier of the task a params.json file describes, as a job process reads it back.
+ * @throws ConfigError (or an I/O error) when the file cannot be read as a task.
+ */
+export function paramsIdentifier(file: string): string {
+  return identifierOf(readParamsJson(readFileSync(file, "utf8"), file));
 }
