@@ -25,8 +25,4 @@ export class JobProgress {
     this.levels = [...above, entry];
     this.write(this.target, entry, this.levels);
   }
-
-  get current(): readonly ProgressLevel[] {
-    return this.levels;
-  }
 }
