@@ -55,7 +55,8 @@ const FILLER = [
   "the harbour area was rebuilt after the war",
 ];
 
-function rng(seed) {
+/** A seeded generator of uniform numbers in [0, 1) (mulberry32), the same on every machine. */
+export function rng(seed) {
   let s = seed >>> 0;
   return () => {
     s = (s + 0x6d2b79f5) >>> 0;
@@ -66,7 +67,8 @@ function rng(seed) {
   };
 }
 
-function shuffle(items, random) {
+/** A shuffled copy of `items`. */
+export function shuffle(items, random) {
   const a = [...items];
   for (let i = a.length - 1; i > 0; i--) {
     const j = Math.floor(random() * (i + 1));

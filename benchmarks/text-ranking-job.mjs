@@ -6,7 +6,8 @@
 // (with validation).
 //
 // Usage: node benchmarks/text-ranking-job.mjs --data DIR --model DIR [--seed 0] [--epochs 3]
-//   [--steps-per-epoch 20] [--threads 2] [--workspace DIR] [--progress]
+//   [--steps-per-epoch 20] [--threads 2] [--max-length 128] [--no-start-validation]
+//   [--workspace DIR] [--progress]
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -47,6 +48,8 @@ function options(argv) {
     epochs: Number(get("epochs", 3)),
     stepsPerEpoch: Number(get("steps-per-epoch", 20)),
     threads: Number(get("threads", 2)),
+    maxLength: Number(get("max-length", 128)),
+    startValidation: !argv.includes("--no-start-validation"),
     workspace: get("workspace", mkdtempSync(join(tmpdir(), "xpm-text-ranking-"))),
     progress: argv.includes("--progress"),
   };
@@ -59,7 +62,7 @@ export function textRankingLearner(job) {
   const total = job.epochs * job.stepsPerEpoch;
   return Learner.C({
     random: Random.C({ seed: job.seed }),
-    model: CrossEncoder.C({ encoder: HFEncoder.C({ id: "all-MiniLM-L6-v2", path: job.model }), max_length: 128 }),
+    model: CrossEncoder.C({ encoder: HFEncoder.C({ id: "all-MiniLM-L6-v2", path: job.model }), max_length: job.maxLength ?? 128 }),
     trainer: LossTrainer.C({
       sampler: IdTripletSampler.C({
         queries: file("train-queries", "queries.train.tsv"),
@@ -77,7 +80,7 @@ export function textRankingLearner(job) {
     ],
     max_epochs: job.epochs,
     steps_per_epoch: job.stepsPerEpoch,
-    validate_at_start: true,
+    validate_at_start: job.startValidation ?? true,
     fabric_config: FabricConfiguration.C({ num_threads: job.threads }),
     listeners: [
       RankingValidationListener.C({
