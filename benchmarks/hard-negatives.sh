@@ -60,7 +60,7 @@ prepare_inits() {
 campaign() {
   local variant="$1" steps="$2" sides="$3" xpm="$4" reference="$5" dir="${6:-$data}"
   echo "== $variant, $steps steps" >&2
-  node "$root/benchmarks/seeds.mjs" --out "$out" --data "$dir" --model "$model" --steps "$steps" \
+  node "$root/benchmarks/seeds.mjs" --out "$out" --data "$dir" --model "$model" --steps "$steps" --python "$python" \
     --seeds "$seeds" --sides "$sides" --variant "$variant" --parallel "${PARALLEL:-2}" --threads "${THREADS:-1}" \
     --xpm-args "--no-start-validation $xpm" --reference-args "--no-start-validation $reference"
 }
@@ -84,27 +84,18 @@ for name in "${@:-main}"; do
       prepare_inits reference
       campaign reference-head 60 xpm-torch "--model $inits/reference-{seed}" "" ;;
     ingredients)
-      node "$root/benchmarks/runners/xpm-torch-init.mjs" --data "$data" --model "$model" --heads 100 >"$inits-heads.jsonl"
-      "$python" "$root/benchmarks/hard_negatives_ingredients.py" --data "$data" --model "$model" \
-        --ours "$inits-heads.jsonl" --seeds 100 --markdown "$root/benchmarks/results/hard-negatives-ingredients.md" ;;
+      (cd "$root" && "$python" benchmarks/hard_negatives_ingredients.py --data "$data" --model "$model" \
+        --markdown benchmarks/results/hard-negatives-ingredients.md) ;;
     *) echo "unknown campaign: $name (see the usage at the top of $0)" >&2; exit 2 ;;
   esac
 done
 
-# Each fixed ingredient against the side it was taken from and the side it was given to.
-compare=(
-  --compare xpm-torch/main/60=reference/passes/60
-  --compare reference/passes/60=reference/main/60
-  --compare reference/our-head/60=reference/main/60
-  --compare reference/our-order/60=reference/main/60
-  --compare xpm-torch/main/60=reference/our-head-order/60
+# Each fixed ingredient against the side it was taken from and the side it was given to (those
+# whose runs are there).
+"$python" "$root/benchmarks/seeds_stats.py" "$out" --markdown "$root/benchmarks/results/hard-negatives.md" \
+  --compare xpm-torch/main/60=reference/passes/60 \
+  --compare reference/passes/60=reference/main/60 \
+  --compare reference/our-head/60=reference/main/60 \
+  --compare reference/our-order/60=reference/main/60 \
+  --compare xpm-torch/main/60=reference/our-head-order/60 \
   --compare xpm-torch/reference-head/60=xpm-torch/main/60
-)
-present=()
-for c in "${compare[@]}"; do
-  [[ "$c" == --compare ]] && continue
-  a="${c%%=*}" b="${c#*=}"
-  grep -q "\"side\":\"${a%%/*}\",\"variant\":\"$(cut -d/ -f2 <<<"$a")\"" "$out" &&
-    grep -q "\"side\":\"${b%%/*}\",\"variant\":\"$(cut -d/ -f2 <<<"$b")\"" "$out" && present+=(--compare "$c")
-done
-"$python" "$root/benchmarks/seeds_stats.py" "$out" "${present[@]}" --markdown "$root/benchmarks/results/hard-negatives.md"

@@ -2,8 +2,8 @@
 reference loop, compared without training: a difference in how either side draws them would show
 here before it shows in a dev metric.
 
-- The head: xpm-torch's (runners/xpm-torch-init.mjs --heads N, the head the Learner draws for
-  each seed) against transformers' (torch.manual_seed(seed), then
+- The head: xpm-torch's (the start model runners/xpm-torch-init.mjs writes for each seed: the
+  head the Learner draws) against transformers' (torch.manual_seed(seed), then
   AutoModelForSequenceClassification.from_pretrained(model, num_labels=1), as the reference
   does). Both should be N(0, initializer_range²) weights and a zero bias. Compared: the values
   (KS against the normal, and between sides), each head's norm, and what the head does on this
@@ -15,17 +15,21 @@ here before it shows in a dev metric.
   distinct triplets and queries seen, and batches holding two triplets of one query (the
   triplet file groups a query's three triplets on consecutive lines).
 
-Usage: python benchmarks/hard_negatives_ingredients.py --data DIR --model DIR --ours HEADS.jsonl
-         [--seeds 200] [--steps 60] [--markdown OUT.md]
+Usage: python benchmarks/hard_negatives_ingredients.py --data DIR --model DIR [--seeds 100]
+         [--steps 60] [--markdown OUT.md]
+Run from the repository root after `npm run build` (xpm-torch's heads come from dist/).
 """
 import argparse
 import json
 import random
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
 import torch
+from safetensors import safe_open
 from scipy import stats
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
@@ -33,6 +37,20 @@ sys.path.insert(0, str(Path(__file__).parent / "runners"))
 from text_ranking_torch import read_texts, xpm_torch_order  # noqa: E402
 
 BATCH = 16
+
+
+def our_heads(data, model_dir, seeds):
+    """The heads xpm-torch's Learner draws, seed by seed, each from a process of its own."""
+    heads = []
+    runner = Path(__file__).parent / "runners" / "xpm-torch-init.mjs"
+    for seed in range(seeds):
+        with tempfile.TemporaryDirectory() as parent:
+            out = Path(parent) / "model"
+            subprocess.run(["node", str(runner), "--data", str(data), "--model", model_dir, "--seed", str(seed), "--out", str(out)],
+                           check=True, stdout=subprocess.DEVNULL)
+            with safe_open(out / "model.safetensors", "np") as weights:
+                heads.append((weights.get_tensor("classifier.weight")[0], float(weights.get_tensor("classifier.bias")[0])))
+    return heads
 
 
 def reference_heads(model_dir, seeds):
@@ -113,16 +131,14 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--data", required=True, type=Path)
     parser.add_argument("--model", required=True)
-    parser.add_argument("--ours", required=True, help="xpm-torch-init.mjs --heads output")
-    parser.add_argument("--seeds", type=int, default=200)
+    parser.add_argument("--seeds", type=int, default=100)
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--markdown")
     args = parser.parse_args()
     torch.set_num_threads(1)
     config = json.load(open(Path(args.model) / "config.json"))
     std = config.get("initializer_range", 0.02)
-    ours = [json.loads(line) for line in open(args.ours)][: args.seeds]
-    ours = [(np.array(h["weight"], dtype=np.float32), h["bias"][0]) for h in ours]
+    ours = our_heads(args.data, args.model, args.seeds)
     theirs = reference_heads(args.model, len(ours))
     positive, negative = pooled_features(args.model, args.data)
     our_rows, our_values, our_ks = head_rows(ours, positive, negative, std)

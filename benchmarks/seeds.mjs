@@ -8,12 +8,11 @@
 //
 // Usage: node benchmarks/seeds.mjs --out FILE --data DIR --model DIR [--steps 60] [--seeds 0-19]
 //   [--sides xpm-torch,reference] [--variant NAME] [--parallel 2] [--threads 1]
-//   [--xpm-args "..."] [--reference-args "..."]
+//   [--xpm-args "..."] [--reference-args "..."] [--python PYTHON]
 // In the extra arguments, {seed} stands for the run's seed (a model directory per seed).
-// The Python interpreter: XPM_TORCH_BENCH_PYTHON, else the benchmark venv of setup.sh.
+// PYTHON (default python3) needs torch and transformers; hard-negatives.sh passes setup.sh's.
 import { spawn } from "node:child_process";
 import { appendFileSync, existsSync, readFileSync } from "node:fs";
-import { homedir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -41,13 +40,8 @@ function options(argv) {
     threads: Number(get("threads", 1)),
     xpmArgs: (get("xpm-args", "") ?? "").split(" ").filter(Boolean),
     referenceArgs: (get("reference-args", "") ?? "").split(" ").filter(Boolean),
+    python: get("python", "python3"),
   };
-}
-
-function python() {
-  if (process.env.XPM_TORCH_BENCH_PYTHON) return process.env.XPM_TORCH_BENCH_PYTHON;
-  const cache = process.env.XPM_TORCH_CACHE || join(process.env.XDG_CACHE_HOME || join(homedir(), ".cache"), "xpm-torch");
-  return join(cache, "bench-venv", "bin", "python");
 }
 
 /** The command of one run. */
@@ -57,7 +51,7 @@ function command(job, side, seed) {
   if (side === "xpm-torch") {
     return [process.execPath, [join(here, "text-ranking-job.mjs"), ...common, "--epochs", "1", "--steps-per-epoch", String(job.steps), ...own(job.xpmArgs)]];
   }
-  return [python(), [join(here, "runners", "text_ranking_torch.py"), ...common, "--steps", String(job.steps), ...own(job.referenceArgs)]];
+  return [job.python, [join(here, "runners", "text_ranking_torch.py"), ...common, "--steps", String(job.steps), ...own(job.referenceArgs)]];
 }
 
 function run(job, side, seed) {

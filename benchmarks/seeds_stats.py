@@ -6,7 +6,7 @@ the variance ratio with its 95 % interval, Brown-Forsythe's test, a bootstrap in
 ratio of standard deviations).
 
 Groups are named `side/variant/steps`. By default each variant and length compares xpm-torch
-with the reference; --compare A=B adds a comparison of any two groups.
+with the reference; --compare A=B adds a comparison of any two groups (when both have runs).
 
 Usage: python benchmarks/seeds_stats.py FILE.jsonl [...] [--compare A=B ...] [--markdown OUT.md]
 """
@@ -94,7 +94,8 @@ def main():
         other = f"reference/{variant}/{steps}"
         if side == "xpm-torch" and other in groups:
             pairs.append((name, other))
-    pairs += [tuple(c.split("=")) for c in args.compare]
+    # A comparison asked for whose groups have no runs yet is left out.
+    pairs += [(a, b) for a, b in (c.split("=") for c in args.compare) if a in groups and b in groups]
     rng = np.random.default_rng(0)
     lines = [
         "| group | n | mean [95 % CI] | sd [95 % CI] | median | range |",
