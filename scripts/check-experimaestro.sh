@@ -9,25 +9,17 @@
 # reads it (FAILED, DEPENDENCY, MEMORY, TIMEOUT, CANCELLED); TAG=VALUE: a tag `jobs list --tags` shows.
 # Runs `experiments list`, `jobs list` (whole workspace, then the experiment with --tags) and
 # `jobs list --filter` by state and by tag; exits 1 naming what differs.
-# The environment: ${XPM_TORCH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/xpm-torch}/experimaestro-venv.
+# The environment: experimaestro-venv in the xpm-torch cache (scripts/python-venv.sh).
 set -euo pipefail
 
-cache="${XPM_TORCH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/xpm-torch}"
-venv="$cache/experimaestro-venv"
-version=2.7.0
-if ! "$venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('experimaestro') != '$version')" 2>/dev/null; then
-  echo "check-experimaestro: installing experimaestro==$version in $venv" >&2
-  mkdir -p "$cache"
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check "experimaestro==$version"
-fi
+python="$(bash "$(dirname "$0")/python-venv.sh" experimaestro-venv experimaestro==2.7.0)"
 if [ "${1:-}" = "--provision" ]; then exit 0; fi
 if [ $# -lt 3 ]; then
   sed -n '2,10p' "$0" >&2
   exit 2
 fi
 
-exec "$venv/bin/python" - "$@" <<'PY'
+exec "$python" - "$@" <<'PY'
 import json, os, re, subprocess, sys
 
 workspace, experiment, count, *specs = sys.argv[1:]

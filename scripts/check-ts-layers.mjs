@@ -16,6 +16,7 @@ import { fileURLToPath } from "node:url";
  */
 export const LAYERS = [
   ["errors", "paths"],
+  ["hub"],
   ["identity"],
   ["config"],
   ["workspace"],

@@ -21,4 +21,12 @@ describe("pretrained text model classes", () => {
     expect(() => CrossEncoder.C({ encoder, max_length: 2 })).toThrow(/max_length/);
     expect(() => TextTripletFile.C({ id: "t", path: "/t.csv", format: "csv" })).toThrow(/format/);
   });
+
+  it("take a Hub id without a path, a revision only with it, and say what a bad id should be", () => {
+    const byId = HFEncoder.C({ id: "sentence-transformers/all-MiniLM-L6-v2" });
+    const pinned = HFEncoder.C({ id: "sentence-transformers/all-MiniLM-L6-v2", revision: "v1" });
+    expect(identifierOf(CrossEncoder.C({ encoder: byId }))).not.toBe(identifierOf(CrossEncoder.C({ encoder: pinned })));
+    expect(() => HFEncoder.C({ id: "not a hub id" })).toThrow(/id: "not a hub id" is not a Hugging Face Hub id .*give .*path/);
+    expect(() => HFEncoder.C({ id: "m", path: "/m", revision: "main" })).toThrow(/revision: is for a model of the Hub/);
+  });
 });

@@ -85,6 +85,63 @@ export class ModelDirectoryError extends XpmTorchError {
   }
 }
 
+/** Why a Hugging Face Hub model could not be had (`HubError.reason`). */
+export type HubErrorReason =
+  /** HF_HUB_OFFLINE (or TRANSFORMERS_OFFLINE) is set and the cache lacks the model. */
+  | "offline-missing"
+  /** The cache lacks the model and the caller did not ask to download it. */
+  | "not-downloaded"
+  /** 401: no token, or a bad one. */
+  | "unauthorized"
+  /** 403: a gated model whose access the token's user was not granted. */
+  | "forbidden"
+  | "repo-not-found"
+  | "revision-not-found"
+  /** A required file is not in the repository. */
+  | "entry-not-found"
+  /** The repository has PyTorch pickles (`pytorch_model.bin`) but no safetensors weights. */
+  | "bin-only"
+  /** The server could not be reached, or the connection broke. */
+  | "network"
+  /** A downloaded file does not have the size or the sha256 the server announced. */
+  | "corrupt"
+  /** Any other HTTP answer. */
+  | "http";
+
+/** What a {@link HubError} knows of the failure. */
+export interface HubFailure {
+  /** The Hub id, `ORG/NAME`. */
+  readonly id: string;
+  readonly revision: string;
+  /** The file of the repository at fault. */
+  readonly file?: string;
+  /** The Hugging Face cache folder in use. */
+  readonly cache: string;
+  /** The HTTP status of the answer at fault. */
+  readonly status?: number;
+  readonly reason: HubErrorReason;
+}
+
+/** A model of the Hugging Face Hub could not be found, downloaded or read from its cache; the message says what to do. */
+export class HubError extends XpmTorchError implements HubFailure {
+  readonly id: string;
+  readonly revision: string;
+  readonly file?: string;
+  readonly cache: string;
+  readonly status?: number;
+  readonly reason: HubErrorReason;
+
+  constructor(message: string, failure: HubFailure) {
+    super("ERR_HUB", message);
+    this.id = failure.id;
+    this.revision = failure.revision;
+    if (failure.file !== undefined) this.file = failure.file;
+    this.cache = failure.cache;
+    if (failure.status !== undefined) this.status = failure.status;
+    this.reason = failure.reason;
+  }
+}
+
 /** Reading or writing `path` failed. */
 export class FileError extends XpmTorchError {
   readonly path: string;

@@ -35,6 +35,7 @@ export {
   type LearnerLoaders,
   type ModuleLoaderConfig,
   type LearnerConfig,
+  type PretrainedModel,
   type StepProgress,
 } from "./learn.js";
 // Modules of extension points written in TypeScript export only what users write against, whole:
@@ -44,8 +45,10 @@ export * from "./listeners.js";
 export { JobLockedError, defaultWorkspace } from "./workspace/job.js";
 export { readParamsJson, writeParamsJson } from "./workspace/params-json.js";
 export {
+  downloadModel,
   loadModel,
   type FeatureRecords,
+  type HubModel,
   type LoadModelOptions,
   type ModelConfig,
   type TextPair,

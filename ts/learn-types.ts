@@ -30,6 +30,16 @@ export interface LearnerLoaders {
   readonly listeners: Readonly<Record<string, Readonly<Record<string, ModuleLoaderConfig>>>>;
 }
 
+/** A pretrained model of the Hugging Face Hub a run started from: what was asked, and the commit it got. */
+export interface PretrainedModel {
+  /** The Hub id, as the configuration names it. */
+  readonly id: string;
+  /** The revision asked for (`main` unless the configuration sets one). */
+  readonly revision: string;
+  /** The commit whose files the run read. */
+  readonly commit: string;
+}
+
 /** What `learn()` resolves to: the Learner's output and the run's history. */
 export interface LearnResult {
   readonly epochs: readonly EpochReport[];
@@ -47,6 +57,8 @@ export interface LearnResult {
   readonly warnings: readonly string[];
   /** The validation listeners' metrics before the first step, when the Learner's `validate_at_start` is true. */
   readonly start_metrics: Readonly<Record<string, number>> | null;
+  /** The Hub models the run started from (each encoder named by id rather than path), with their commits. */
+  readonly pretrained: readonly PretrainedModel[];
   /** The job directory (holds params.json, logs, checkpoints). */
   readonly jobDir: string;
   /** The task's identifier. */

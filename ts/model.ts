@@ -5,10 +5,13 @@ import { dirname, join, resolve } from "node:path";
 import type { ConfigOf, InstanceOf } from "./config/class.js";
 import type { Module } from "./config/classes/base.js";
 import { Learner } from "./config/classes/learner.js";
+import { hubModelConfig } from "./config/hub-model.js";
 import { initTasksOf } from "./config/identity.js";
 import type { ModuleLoader } from "./config/classes/module.js";
 import { toWire } from "./config/wire.js";
 import { CheckpointError, ConfigError, XpmTorchError, unwrapOutcome } from "./errors.js";
+import { isHubId, resolveHubModel } from "./hub/resolve.js";
+import type { HubModel } from "./hub/model.js";
 import { loadNative } from "./native.js";
 import { readParamsJson } from "./workspace/params-json.js";
 
@@ -62,6 +65,8 @@ export interface LoadModelOptions {
   readonly seed?: number;
   /** Intra-op CPU threads while scoring and embedding (default: the process's, `OMP_NUM_THREADS`). */
   readonly numThreads?: number;
+  /** For a Hub id: the branch, tag or commit (default `main`). */
+  readonly revision?: string;
 }
 
 /** A trained model, ready to score. */
@@ -151,13 +156,31 @@ function isTextPairs(records: FeatureRecords | readonly TokenPair[]): records is
   return first !== undefined && !(first instanceof Float32Array) && !Array.isArray(first);
 }
 
+export type { HubModel } from "./hub/model.js";
+
+/**
+ * Makes the Hub model `id` available in the Hugging Face cache (Python's, shared with
+ * `transformers`), downloading what it lacks, so that {@link loadModel} and training find it
+ * without a network: `HF_HUB_OFFLINE=1` afterwards.
+ */
+export function downloadModel(id: string, options: { readonly revision?: string; readonly quiet?: boolean } = {}): Promise<HubModel> {
+  return resolveHubModel(id, options.revision, options.quiet ? { progress: false } : {});
+}
+
+/** A string source that names no local file or directory but a model of the Hub. */
+function namesHubModel(source: string): boolean {
+  return !existsSync(resolve(source)) && isHubId(source);
+}
+
 /**
  * Opens a trained model: `result.learned_model` (or `result.loaders.learned_model`), a
  * checkpoint or best directory, or any `model.safetensors`. Given a model configuration instead,
  * opens the model as that configuration builds it: a `CrossEncoder` or `BiEncoder` with its
  * pretrained Hugging Face weights, to score or embed before (or without) fine-tuning. Given a
  * Learner, opens the model its run starts from: its model configuration with what it draws (a
- * new head) drawn from the Learner's seed.
+ * new head) drawn from the Learner's seed. Given a Hub id (`"ORG/NAME"`, not a local path), opens
+ * that model from the Hugging Face cache as its own files describe it (see `hubModelConfig`):
+ * `await downloadModel(id)` first when the cache may lack it.
  */
 export function loadModel(source: string | ModuleLoaderConfig | ModelConfig | LearnerSource, options: LoadModelOptions = {}): TrainedModel {
   let seed = options.seed ?? 0;
@@ -168,6 +191,7 @@ export function loadModel(source: string | ModuleLoaderConfig | ModelConfig | Le
     seed = source.random.seed;
     source = source.model as ModelConfig;
   }
+  if (typeof source === "string" && namesHubModel(source)) source = options.model ?? hubModelConfig(source, options.revision);
   const pretrained = typeof source === "object" && !isLoader(source);
   const weights = pretrained ? "" : weightsFile(isLoader(source) ? source.path : (source as string));
   const model = pretrained

@@ -54,6 +54,8 @@ export const OVERRIDES: Readonly<Record<string, () => Values>> = {
     models: { scorer: c.DRMM.C({ vocab_size: 300, dim: 12, bins: 11, hidden_dims: [6] }), head: c.Linear.C({ input_dim: 3 }) },
     scorer: "scorer",
   }),
+  // A local directory (path) takes no revision: that is for a model of the Hub.
+  "xpm_torch.models.HFEncoder": () => ({ revision: undefined }),
   // heads divides dim.
   "xpm_torch.models.TransformerCrossEncoder": () => ({ dim: 16, heads: 4 }),
   // test/value-rules.integration.test.ts breaks min_length ≥ query_length with query_length 6.

@@ -1,6 +1,7 @@
 import { ConfigError, XpmTorchError } from "../errors.js";
 import { type CliIo, type Command, UsageError, parseCommandArgs } from "./command.js";
 import { doctorCommand } from "./doctor.js";
+import { downloadCommand } from "./download.js";
 import { jobsCommand } from "./jobs.js";
 import { demoCommand, learnCommand } from "./learn.js";
 import { reportCommand } from "./report.js";
@@ -15,6 +16,7 @@ export const COMMANDS: readonly Command[] = [
   reportCommand,
   doctorCommand,
   setupCommand,
+  downloadCommand,
   libtorchPathCommand,
   schemaCommand,
   checkIdentifiersCommand,

@@ -32,7 +32,9 @@ function recordState(job: Job, state: "running" | "done" | "error", error?: unkn
 
 /** Finishes a result for the caller. */
 export function completed(config: LearnerConfig, job: Job, result: StoredResult, cached: boolean): LearnResult {
-  return { ...result, jobDir: job.dir, identifier: job.identifier, cached, loaders: loadersOf(config, result) };
+  // Results stored before runs recorded their Hub models have no `pretrained`.
+  const pretrained = (result as Partial<StoredResult>).pretrained ?? [];
+  return { ...result, pretrained, jobDir: job.dir, identifier: job.identifier, cached, loaders: loadersOf(config, result) };
 }
 
 /** The job as one process owns it: lock, params.json, training, done or failed marker. */

@@ -8,6 +8,7 @@ import { generatePaths } from "../workspace/generated.js";
 import type { Job } from "../workspace/job.js";
 import { type RunCallbacks, emptySide, foreignCalls, javaScriptParts, reporter, trainingModel, learnerWireOf } from "./bridge.js";
 import { interruptions } from "./interrupts.js";
+import { resolvePretrained } from "./pretrained.js";
 
 /** What a run stores in its job directory and returns. */
 export type StoredResult = Omit<LearnResult, "jobDir" | "identifier" | "cached" | "loaders">;
@@ -31,6 +32,7 @@ export function coreConfigJson(config: LearnerConfig): string {
 /** One run of the core in this process, with its JavaScript side. */
 export async function train(config: LearnerConfig, job: Job, options: LearnOptions): Promise<StoredResult> {
   const { binding } = loadNative();
+  const pretrained = await resolvePretrained(config, job, options.quiet === true);
   const side = emptySide(config.random.seed);
   const display = options.quiet
     ? undefined
@@ -65,7 +67,7 @@ export async function train(config: LearnerConfig, job: Job, options: LearnOptio
   }
   // The user's own exception, as thrown, whatever the run ended with.
   if (side.thrown) throw side.thrown.error;
-  return unwrapOutcome<StoredResult>(outcome);
+  return { ...unwrapOutcome<Omit<StoredResult, "pretrained">>(outcome), pretrained };
 }
 
 

@@ -51,6 +51,8 @@ export interface JobFiles {
   readonly slurmScript: string;
   /** `.experimaestro/launch.claim`: the plan launching the job, so that two plans never both do. */
   readonly claimFile: string;
+  /** `.experimaestro/pretrained.json`: the Hub models (id, revision, commit) a run of the job started from. */
+  readonly pretrainedFile: string;
 }
 
 /** The files of the job directory `<workspace>/jobs/<type id>/<identifier>`. */
@@ -74,6 +76,7 @@ export function jobFiles(dir: string): JobFiles {
     stderrFile: join(dir, `${name}.err`),
     slurmScript: join(dir, `${name}.slurm.sh`),
     claimFile: join(meta, "launch.claim"),
+    pretrainedFile: join(meta, "pretrained.json"),
   };
 }
 

@@ -1,19 +1,37 @@
-// Pretrained Hugging Face text models and text data: the classes the core reads from local
-// Hugging Face directories (config.json, model.safetensors, tokenizer.json).
+// Pretrained Hugging Face text models and text data: the classes the core reads from Hugging
+// Face directories (config.json, model.safetensors, tokenizer.json), local or from the Hub's cache.
 import { configOf, defineConfig } from "../class.js";
 import { meta, param } from "../declare.js";
 import { bool, int, literal, path, str } from "../types.js";
+import { hubModelDirectory, isHubId } from "../../hub/resolve.js";
 import { Module, SampleIterator, Sampler } from "./base.js";
 
 /**
- * A pretrained encoder in a local Hugging Face directory: `config.json` (model_type bert,
- * roberta, xlm-roberta, distilbert or electra), `model.safetensors` (or a sharded
- * `model.safetensors.index.json`) and `tokenizer.json`. Nothing is downloaded.
+ * A pretrained encoder: a local Hugging Face directory (`path`), or a model of the Hugging Face
+ * Hub by its id (`"ORG/NAME"`, no `path`), found in Python's Hugging Face cache or downloaded into
+ * it. Either holds `config.json` (model_type bert, roberta, xlm-roberta, distilbert or electra),
+ * `model.safetensors` (or a sharded `model.safetensors.index.json`) and `tokenizer.json`.
  */
-export const HFEncoder = defineConfig("xpm_torch.models.HFEncoder", {
-  id: param(str((s) => s.min(1))).help("What the model is (e.g. all-MiniLM-L6-v2): paths never enter identifiers"),
-  path: meta(path()).help("The Hugging Face model directory"),
-});
+export const HFEncoder = defineConfig(
+  "xpm_torch.models.HFEncoder",
+  {
+    id: param(str((s) => s.min(1))).help("What the model is: its Hub id (ORG/NAME) when path is not set; paths never enter identifiers"),
+    path: meta(path()).optional().help("A local Hugging Face model directory (default: the Hub model named by id, from the Hugging Face cache)"),
+    revision: param(str((s) => s.min(1))).optional().help("For a Hub model: the branch, tag or commit (default main)"),
+  },
+  {
+    validate(v, issue) {
+      if (v.path !== undefined) {
+        if (v.revision !== undefined) issue("revision", "is for a model of the Hub, which this is not: it has a path");
+      } else if (!isHubId(v.id)) {
+        issue("id", `${JSON.stringify(v.id)} is not a Hugging Face Hub id (ORG/NAME): give the model's Hub id, or its local directory as path`);
+      }
+    },
+    // A Hub model reaches the core as the cache's snapshot folder, found when it is sent.
+    wire: (v): Readonly<Record<string, string>> => (v.path === undefined ? { path: hubModelDirectory(v.id, v.revision) } : {}),
+    wireSchema: { properties: { path: { type: "string", minLength: 1, description: "The Hugging Face model directory" } }, required: ["path"] },
+  },
+);
 
 const maxLength = () =>
   param(int((s) => s.min(4).max(1 << 20))).default(512, { ignoreDefault: true }).help("Longest input in tokens, special tokens included");
