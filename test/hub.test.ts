@@ -2,7 +2,7 @@
 // request for a cached model, one commit per model, LFS storage without the token, resumed and
 // checked downloads, one download of a blob among concurrent processes, offline mode, the errors,
 // and the `download` command.
-import { spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, statSync, unlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -267,7 +267,11 @@ describe("a broken connection", () => {
 });
 
 /** Runs `node --import tsx` on a script that resolves `id` with `env`; resolves to its output. */
-function childResolve(id: string, env: NodeJS.ProcessEnv): Promise<{ status: number | null; stdout: string; stderr: string }> {
+function childResolve(
+  id: string,
+  env: NodeJS.ProcessEnv,
+  started?: (child: ChildProcess) => void,
+): Promise<{ status: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }> {
   const dir = tempDir("xpm-hub-child-");
   const script = join(dir, "resolve.mts");
   const model = pathToFileURL(join(repoRoot, "ts", "hub", "model.ts")).href;
@@ -278,9 +282,39 @@ function childResolve(id: string, env: NodeJS.ProcessEnv): Promise<{ status: num
     let stderr = "";
     child.stdout.on("data", (d: Buffer) => (stdout += d));
     child.stderr.on("data", (d: Buffer) => (stderr += d));
-    child.on("close", (status) => resolve({ status, stdout, stderr }));
+    child.on("close", (status, signal) => resolve({ status, signal, stdout, stderr }));
+    started?.(child);
   });
 }
+
+describe("a killed download", () => {
+  it("leaves no file taken for whole, and the next process resumes it past the dead one's lock", async () => {
+    const env = freshEnv();
+    const sha = sha256(FILES["model.safetensors"]);
+    const partial = join(repoDir(env, "org/tiny"), "blobs", `${sha}.xpm-torch.incomplete`);
+    hub.chunkDelayMs = 400;
+    const killed = await childResolve("org/tiny", env, (child) => {
+      const poll = setInterval(() => {
+        if (existsSync(partial) && statSync(partial).size > 0) {
+          clearInterval(poll);
+          child.kill("SIGKILL");
+        }
+      }, 20);
+      child.on("close", () => clearInterval(poll));
+    });
+    expect(killed.signal).toBe("SIGKILL");
+    const size = statSync(partial).size;
+    expect(size).toBeLessThan(FILES["model.safetensors"].length);
+    expect(cachedHubModel("org/tiny", "main", env)).toBeUndefined();
+    expect(existsSync(join(repoDir(env, "org/tiny"), "blobs", sha))).toBe(false);
+    expect(readdirSync(join(hubCacheDir(env), ".locks", "models--org--tiny"))).toEqual([`${sha}.xpm-torch.lock`]);
+
+    hub.chunkDelayMs = 0;
+    const { result: model, requests } = await requestsDuring(() => hubModel("org/tiny", "main", quiet(env)));
+    expect(requests.filter((r) => r.server === "storage" && r.method === "GET").map((r) => r.headers.range)).toEqual([`bytes=${size}-`]);
+    expect(readFileSync(join(model.directory, "model.safetensors"))).toEqual(FILES["model.safetensors"]);
+  });
+});
 
 describe("concurrent downloads", () => {
   const countBodies = (since: number) => {
