@@ -28,7 +28,8 @@ export declare class NativeModel {
    * Builds the model of `config_json` drawing what it draws from `seed` (as a Learner with
    * that seed), loads `weights` (none when empty), places it on `device` (`cpu`, `cuda`,
    * `cuda:<n>` or `auto`; default `cpu`) and scores with `num_threads` intra-op threads
-   * (default: the process's); returns the outcome JSON.
+   * (default: the process's); returns the outcome JSON, whose output names the parameters
+   * drawn new rather than read from its files (`{ newWeights }`).
    */
   open(configJson: string, weights: string, device?: string | undefined | null, seed?: number | undefined | null, numThreads?: number | undefined | null): string
   /** Scores `rows` feature vectors of `width` values stored row after row. */

@@ -123,6 +123,21 @@ describe("surviving crashes", () => {
     expect(other.resumed_from).toBeNull();
   });
 
+  it("finishes reducing a done job's checkpoints to their models after a SIGKILL in the middle of it", () => {
+    const uninterrupted = reference();
+    const ws = workspace();
+    const killed = runUntil(ws, { save: "drop" });
+    expect([killed.signal, killed.killedInSave]).toEqual(["SIGKILL", "drop"]);
+    const final = runToEnd(ws);
+    expect(final.resumed_from).toMatch(/checkpoints\/epoch-00000012$/);
+    expect(readFileSync(final.learned_model).equals(readFileSync(uninterrupted.learned_model))).toBe(true);
+    expect(final.epochs.map((e) => e.loss)).toEqual(uninterrupted.epochs.map((e) => e.loss));
+    const root = dirname(dirname(dirname(final.learned_model)));
+    for (const dir of readdirSync(root).filter((d) => d.startsWith("epoch-"))) {
+      expect(readdirSync(join(root, dir)).sort()).toEqual(["MANIFEST.json", "final-state.json", "info.json", "model"]);
+    }
+  });
+
   it("writes model weights that Python's safetensors layout describes", () => {
     const result = reference();
     const bytes = readFileSync(result.learned_model);
@@ -144,7 +159,7 @@ describe("checkpoint retention", () => {
     const validation = TrainerValidationLoss.C({ id: "val", data: data(2, 7), batch_size: 100, trainer });
     const config = Learner.C({ ...base, trainer, listeners: [validation], checkpoint_keep: 2 });
     const result = await learn(config, { workspace: workspace() });
-    const best = (result.listeners.val as { loss: { epoch: number } }).loss.epoch;
+    const best = result.listeners.val!.loss!.epoch;
     const kept = [...new Set([7, 8, best])].sort((a, b) => a - b);
     expect(Object.keys(result.checkpoints).map(Number).sort((a, b) => a - b)).toEqual(kept);
     for (const path of Object.values(result.checkpoints)) expect(existsSync(path)).toBe(true);

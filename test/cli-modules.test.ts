@@ -28,6 +28,14 @@ const cjsSource = (seed: number) => `const { demoLearner } = require("xpm-torch"
 module.exports = demoLearner({ seed: ${seed}, max_epochs: 1, steps_per_epoch: 3 });
 `;
 
+// Scripts that run their Learner themselves, as README's first example does.
+const esmScript = (seed: number) => `import { demoLearner, learn } from "xpm-torch";
+await learn(demoLearner({ seed: ${seed}, max_epochs: 1, steps_per_epoch: 3 }));
+`;
+const cjsScript = (seed: number) => `const { demoLearner, learn } = require("xpm-torch");
+learn(demoLearner({ seed: ${seed}, max_epochs: 1, steps_per_epoch: 3 })).then((r) => console.log("script:", r.epochs.length));
+`;
+
 /** What a user of each package kind writes in each file kind. */
 function sources(kind: PackageKind): Record<string, string> {
   return {
@@ -39,6 +47,8 @@ function sources(kind: PackageKind): Record<string, string> {
     // A .js file is CommonJS in a CommonJS package, an ES module in an ES one, and either where
     // no package.json says (Node tells them apart by their syntax).
     "experiment.js": kind === "commonjs" ? cjsSource(6) : esmSource(6),
+    "script.mts": esmScript(7),
+    "script.cjs": cjsScript(8),
   };
 }
 

@@ -60,7 +60,7 @@ describe("progress display", () => {
     const { stream, chunks } = fakeStream(false);
     const display = createProgressDisplay(stream, shape, { intervalMs: 0, now: () => now });
     const lines = () => chunks.join("").split("\n").filter(Boolean);
-    display.start({ epochsDone: 0, step: 0, totalSteps: 200, listenerIntervals: [1], resumedFrom: null });
+    display.start({ epochsDone: 0, step: 0, totalSteps: 200, listenerIntervals: [1], resumedFrom: null, newWeights: [] });
     for (let step = 1; step <= 100; step++) {
       now += 100; // 10 steps/s
       display.step({ epoch: 1, step, totalSteps: 200 });
@@ -70,9 +70,9 @@ describe("progress display", () => {
     display.validation({ epoch: 1, listener: "dev", done: 0, total: 0, unit: "" });
     expect(lines().at(-1)).toMatch(/^xpm-torch: epoch 1\/2 validating dev \(100\/200, 50%\) 10\.0 steps\/s/);
     now += 5000;
-    display.validation({ epoch: 1, listener: "dev", done: 10, total: 40, unit: "batches" });
+    display.validation({ epoch: 1, listener: "dev", done: 10, total: 40, unit: "queries" });
     // 15 s left of this validation, 20 s for epoch 2's (as long as this one), 10 s of steps.
-    expect(lines().at(-1)).toMatch(/validating dev 10\/40 batches .* 10\.0 steps\/s ETA 0:45 /);
+    expect(lines().at(-1)).toMatch(/validating dev 10\/40 queries .* 10\.0 steps\/s ETA 0:45 /);
     now += 15_000;
     display.epoch({ epoch: 1, step: 100, loss: 0.5, train: {}, metrics: { "dev/mrr@10": 0.81234, "dev/loss": 0.4 }, stepsPerSecond: 10, validationSeconds: 20 });
     expect(lines().at(-1)).toBe("xpm-torch: epoch 1/2: loss 0.5000, dev/loss 0.4000, dev/mrr@10 0.8123 (10.0 steps/s, validation 0:20)");
@@ -91,15 +91,15 @@ describe("progress display", () => {
     let now = 0;
     const { stream, chunks } = fakeStream(true);
     const display = createProgressDisplay(stream, shape, { now: () => now });
-    display.start({ epochsDone: 0, step: 0, totalSteps: 200, listenerIntervals: [1], resumedFrom: null });
+    display.start({ epochsDone: 0, step: 0, totalSteps: 200, listenerIntervals: [1], resumedFrom: null, newWeights: [] });
     display.step({ epoch: 1, step: 1, totalSteps: 200 });
     now += 1000;
     display.step({ epoch: 1, step: 100, totalSteps: 200 });
-    display.validation({ epoch: 1, listener: "dev", done: 3, total: 8, unit: "batches" });
+    display.validation({ epoch: 1, listener: "dev", done: 3, total: 8, unit: "queries" });
     const text = chunks.join("");
     expect(text).toContain("epoch 1/2 step 100/100 | 99.0 steps/s | ETA >0:01 |");
     // A validation under way times the ones to come (this one took no time on the fake clock).
-    expect(text).toContain("epoch 1/2 validating dev 3/8 batches | 99.0 steps/s | ETA 0:01 |");
+    expect(text).toContain("epoch 1/2 validating dev 3/8 queries | 99.0 steps/s | ETA 0:01 |");
     display.epoch({ epoch: 1, step: 100, loss: 0.5, train: {}, metrics: {}, stepsPerSecond: 99, validationSeconds: 0 });
     expect(chunks.join("")).toMatch(/\r\x1b\[2Kxpm-torch: epoch 1\/2: loss 0\.5000 \(99\.0 steps\/s\)\n\r\x1b\[2K\[/);
   });
@@ -107,14 +107,21 @@ describe("progress display", () => {
   it("says where a resumed run starts", () => {
     const { stream, chunks } = fakeStream(false);
     const display = createProgressDisplay(stream, shape, { now: () => 0 });
-    display.start({ epochsDone: 1, step: 145, totalSteps: 200, listenerIntervals: [], resumedFrom: "/ws/checkpoints/epoch-0001" });
+    display.start({ epochsDone: 1, step: 145, totalSteps: 200, listenerIntervals: [], resumedFrom: "/ws/checkpoints/epoch-0001", newWeights: [] });
     expect(chunks.join("")).toBe("xpm-torch: resumed at step 145 (epoch 2, 45/100 steps done) from checkpoint /ws/checkpoints/epoch-0001\n");
     chunks.length = 0;
-    display.start({ epochsDone: 1, step: 100, totalSteps: 200, listenerIntervals: [], resumedFrom: "/ws/checkpoints/epoch-0001" });
+    display.start({ epochsDone: 1, step: 100, totalSteps: 200, listenerIntervals: [], resumedFrom: "/ws/checkpoints/epoch-0001", newWeights: [] });
     expect(chunks.join("")).toContain("resumed at step 100 (after epoch 1 of 2) from checkpoint");
     chunks.length = 0;
-    display.start({ epochsDone: 0, step: 0, totalSteps: 200, listenerIntervals: [], resumedFrom: null });
+    display.start({ epochsDone: 0, step: 0, totalSteps: 200, listenerIntervals: [], resumedFrom: null, newWeights: [] });
     expect(chunks.join("")).toBe("");
+  });
+
+  it("says which weights a fresh run drew new rather than read from the model's files", () => {
+    const { stream, chunks } = fakeStream(false);
+    const display = createProgressDisplay(stream, shape, { now: () => 0 });
+    display.start({ epochsDone: 0, step: 0, totalSteps: 200, listenerIntervals: [], resumedFrom: null, newWeights: ["classifier.weight", "classifier.bias"] });
+    expect(chunks.join("")).toBe("xpm-torch: weights not in the model's files, newly drawn from the run's seed: classifier.weight, classifier.bias\n");
   });
 
   it("formats durations as a clock", () => {
@@ -144,9 +151,10 @@ describe("run events", () => {
     const abort = new AbortController();
     const first = learn(config, { workspace, handleSignals: false, signal: abort.signal, progress: recorder(), onEpoch: () => abort.abort() });
     await expect(first).rejects.toThrow();
-    expect(starts).toEqual([{ epochsDone: 0, step: 0, totalSteps: 40, listenerIntervals: [1], resumedFrom: null }]);
+    expect(starts).toEqual([{ epochsDone: 0, step: 0, totalSteps: 40, listenerIntervals: [1], resumedFrom: null, newWeights: [] }]);
     expect(validations[0]).toEqual({ epoch: 1, listener: "heldout", done: 0, total: 0, unit: "" });
-    expect(validations.at(-1)).toEqual({ epoch: 1, listener: "heldout", done: 1, total: 1, unit: "batches" });
+    // The demo's 100 held-out queries, counted as they are scored.
+    expect(validations.at(-1)).toEqual({ epoch: 1, listener: "heldout", done: 100, total: 100, unit: "queries" });
     const result = await learn(config, { workspace, progress: recorder() });
     expect(starts[1]).toEqual(expect.objectContaining({ epochsDone: 1, step: 20 }));
     expect(starts[1]!.resumedFrom).toBe(result.resumed_from);

@@ -2,13 +2,15 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 
 import { beforeAll, describe, expect, it } from "vitest";
 
 import { nvidiaGpuPresent } from "../ts/cli/doctor.js";
 import { COMMANDS, runCli } from "../ts/cli/main.js";
 import { readCurves } from "../ts/report/curves.js";
-import { learnerModule, xpmTorch } from "./helpers/cli.js";
+import { learnerModule, packageIndexUrl, xpmTorch } from "./helpers/cli.js";
+import { repoRoot } from "./helpers/node.js";
 
 /** A temporary directory whose modules are ES modules, as in a `"type": "module"` project. */
 function esmDir(prefix: string): string {
@@ -93,10 +95,29 @@ describe("learn", () => {
     writeFileSync(file, text);
     const r = xpmTorch(["learn", file, "--workspace", join(dir, "ws")]);
     expect(r.status).toBe(1);
-    // The line of the `.C()` that refused, in the user's file.
-    const line = text.split("\n").findIndex((l) => l.includes("Learner.C(")) + 1;
-    expect(r.stderr).toMatch(new RegExp(`^xpm-torch learn: invalid configuration: .*bad\\.ts:${line}: learner\\.checkpoint_interval: `, "m"));
+    // The line and column of the offending key, in the user's file.
+    const line = text.split("\n").findIndex((l) => l.includes("checkpoint_interval:")) + 1;
+    expect(r.stderr).toMatch(new RegExp(`^xpm-torch learn: invalid configuration: .*bad\\.ts:${line}:3: learner\\.checkpoint_interval: `, "m"));
     expect(existsSync(join(dir, "ws"))).toBe(false);
+  });
+
+  // Where tsc would say "Did you mean 'max_epochs'?": the key's line, the path from the
+  // outermost configuration the source builds around it, and the nearest name.
+  it.each([
+    ["max_epoch: 4,", "", "", "max_epoch:", "learner.max_epoch: unknown parameter; did you mean max_epochs?"],
+    ["", "margin: 1", "margn: 1", "margn:", "learner.trainer.hooks[0].margn: unknown parameter; did you mean margin?"],
+    // Built in a function: the source cannot tell where its result goes.
+    ["", "num_features: 8", "num_feature: 8", "num_feature:", "syntheticLtrDataset.num_feature: unknown parameter; did you mean num_features?"],
+  ])("on a misspelt parameter (%s%s) points at the key, with its path and the nearest name", (extra, from, to, key, expected) => {
+    const file = join(dir, `typo-${key.slice(0, -1)}.ts`);
+    const text = learnerModule(extra).replace(from, to);
+    writeFileSync(file, text);
+    const r = xpmTorch(["learn", file, "--workspace", join(dir, "ws")]);
+    expect(r.status).toBe(1);
+    const lines = text.split("\n");
+    const line = lines.findIndex((l) => l.includes(key));
+    const column = lines[line]!.indexOf(key) + 1;
+    expect(r.stderr).toContain(`xpm-torch learn: invalid configuration: ${file}:${line + 1}:${column}: ${expected}\n`);
   });
 
   it("on a module without a Learner names what it found", () => {
@@ -114,6 +135,75 @@ describe("learn", () => {
     const r = xpmTorch(["learn", file]);
     expect(r.status).toBe(1);
     expect(r.stderr).toMatch(/invalid configuration: .*params\.json: learner\.random: expected a Random configuration/);
+  });
+});
+
+// A script that runs its Learner itself, as README's first example does: the command runs it as
+// it is and reports its jobs, never "exports no Learner"; other commands refuse it before it trains.
+describe("learn on a script that calls learn() itself", () => {
+  const dir = esmDir("xpm-cli-script-");
+  const script = (call: string) =>
+    `import { learn } from ${JSON.stringify(packageIndexUrl)};\n${learnerModule("", "const config =")}\n${call}\n`;
+
+  it("runs it, reports its job and exits 0; run again, prints the stored result", () => {
+    const file = join(dir, "experiment.ts");
+    writeFileSync(file, script("const result = await learn(config);\nconsole.log(`script: ${result.epochs.length} epochs`);"));
+    const ws = join(dir, "ws");
+    const first = xpmTorch(["learn", file, "--workspace", ws, "--quiet"]);
+    expect(first.stderr).not.toContain("exports no Learner");
+    expect(first.status, first.stderr).toBe(0);
+    expect(first.stdout).toContain("script: 3 epochs");
+    expect(first.stdout).toContain("trained 3 epochs, 75 steps");
+    // --workspace is the default of the script's own learn() call.
+    const jobs = readdirSync(join(ws, "jobs", "xpm_torch.learner.learner"));
+    expect(jobs).toHaveLength(1);
+    expect(first.stdout).toContain(`job directory   ${join(ws, "jobs", "xpm_torch.learner.learner", jobs[0]!)}`);
+    const again = xpmTorch(["learn", file, "--workspace", ws, "--quiet"]);
+    expect(again.status, again.stderr).toBe(0);
+    expect(again.stderr).toBe("");
+    expect(again.stdout).toContain("this job had already run; its stored result:");
+  });
+
+  it("waits for a call the script did not await, and fails with the error of one that failed", () => {
+    const file = join(dir, "unawaited.ts");
+    writeFileSync(file, script("void learn(config);"));
+    const r = xpmTorch(["learn", file, "--quiet", "--workspace", join(dir, "ws-unawaited")]);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toContain("trained 3 epochs, 75 steps");
+    const failing = join(dir, "failing.ts");
+    writeFileSync(failing, script("void learn(config, { onEpoch: () => { throw new Error('stopped by the script'); } });"));
+    const f = xpmTorch(["learn", failing, "--quiet", "--workspace", join(dir, "ws-failing")]);
+    expect(f.status).toBe(1);
+    expect(f.stderr).toContain("stopped by the script");
+    expect(f.stdout).not.toContain("trained");
+  });
+
+  // experiment() starts its plan through watchedPlan: a plan script is a script that ran too.
+  it("counts a plan started through watchedPlan as what the script ran, and waits for it", () => {
+    const learnModule = JSON.stringify(pathToFileURL(join(repoRoot, "ts", "learn.ts")).href);
+    const plan = (body: string) => `import { watchedPlan } from ${learnModule};\n${body}\n`;
+    const file = join(dir, "plan.ts");
+    writeFileSync(file, plan("void watchedPlan(async () => { await new Promise((r) => setTimeout(r, 200)); console.log('the plan ran'); });"));
+    const r = xpmTorch(["learn", file, "--quiet"]);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toContain("the plan ran");
+    const failing = join(dir, "failing-plan.ts");
+    writeFileSync(failing, plan("void watchedPlan(async () => { await new Promise((r) => setTimeout(r, 200)); throw new Error('the plan failed'); });"));
+    const f = xpmTorch(["learn", failing, "--quiet"]);
+    expect(f.status).toBe(1);
+    expect(f.stderr).toContain("the plan failed");
+  });
+
+  it("wire refuses it before it trains, at the line of its learn() call", () => {
+    const file = join(dir, "wired.ts");
+    const text = script("await learn(config);");
+    writeFileSync(file, text);
+    const ws = join(dir, "ws-wire");
+    const r = xpmTorch(["wire", file], { XPM_TORCH_WORKSPACE: ws });
+    expect(r.status).toBe(1);
+    const line = text.split("\n").findIndex((l) => l.includes("await learn(")) + 1;
+    expect(r.stderr).toContain(`wired.ts:${line}: learn(): the module runs its Learner itself: export the configuration instead`);
+    expect(existsSync(ws)).toBe(false);
   });
 });
 
@@ -140,7 +230,7 @@ describe("a trained job", () => {
     const kept = readdirSync(join(jobDir, "checkpoints")).filter((d) => d.startsWith("epoch-")).map((d) => Number(d.slice(6)));
     expect(kept).toContain(3);
     expect(kept.length).toBeLessThanOrEqual(2);
-    expect(run.stdout).toMatch(new RegExp(`checkpoints .*\\(epochs? ${[...kept].sort((a, b) => a - b).join(", ")}: \\d+ MB; checkpoint_keep sets how many\\)`));
+    expect(run.stdout).toMatch(new RegExp(`checkpoints .*\\(epochs? ${[...kept].sort((a, b) => a - b).join(", ")}: \\d+ [kMG]B; checkpoint_keep sets how many\\)`));
     expect(existsSync(join(jobDir, "learner.done"))).toBe(true);
   });
 

@@ -82,12 +82,12 @@ const SPEC: Record<string, Expected> = {
 };
 // Parameters of ours, after the spec's.
 const EXTENSIONS: Record<string, string[]> = {
-  "xpm_torch.learner.Learner": ["checkpoint_keep", "validate_at_start", "step_losses"],
+  "xpm_torch.learner.Learner": ["checkpoint_keep", "keep_training_state", "validate_at_start", "step_losses"],
   "xpm_torch.configuration.FabricConfiguration": ["num_threads", "deterministic"],
 };
 const META = [
   "id", "checkpoint_interval", "checkpoint_keep", "batcher", "num_nodes", "devices", "strategy", "accelerator", "num_threads",
-  "deterministic", "validate_at_start", "step_losses",
+  "deterministic", "validate_at_start", "step_losses", "keep_training_state",
 ];
 
 describe("the spec's configuration classes", () => {
@@ -135,7 +135,7 @@ describe("building configurations", () => {
   });
 
   it("names the path and rule of every problem", () => {
-    expect(errorOf(() => c.HingeLoss.C({ margn: 2 } as never)).message).toBe("hingeLoss.margn: unknown parameter");
+    expect(errorOf(() => c.HingeLoss.C({ margn: 2 } as never)).message).toBe("hingeLoss.margn: unknown parameter; did you mean margin?");
     expect(errorOf(() => c.Adam.C({ lr: Number.NaN })).path).toBe("adam.lr");
     expect(errorOf(() => c.Adam.C({ lr: Number.POSITIVE_INFINITY })).path).toBe("adam.lr");
     expect(errorOf(() => c.Adam.C({ betas: [0.9, 1.5] })).path).toBe("adam.betas[1]");
@@ -145,6 +145,27 @@ describe("building configurations", () => {
       "learner.logpath: is generated from the job directory and cannot be set",
     );
     expect(errorOf(() => c.Trainer.C({})).message).toBe("trainer: Trainer is abstract: build one of its subclasses");
+  });
+
+  // As tsc's "Did you mean 'max_epochs'?": the nearest settable parameter, if one is near enough.
+  it("suggests the nearest parameter for an unknown one", () => {
+    const typo = errorOf(() => c.Learner.C({ ...demoLearner(), max_epoch: 4 } as never));
+    expect(typo.message).toBe("learner.max_epoch: unknown parameter; did you mean max_epochs?");
+    expect(typo.path).toBe("learner.max_epoch");
+    expect(typo.suggestion).toBe("max_epochs");
+    expectTypeOf(typo.suggestion).toEqualTypeOf<string | undefined>();
+    expect(errorOf(() => c.HingeLoss.C({ Margin: 1 } as never)).suggestion).toBe("margin");
+    expect(errorOf(() => c.Adam.C({ weight_decy: 0.1 } as never)).message).toBe("adam.weight_decy: unknown parameter; did you mean weight_decay?");
+    // A misspelt required parameter is reported as such, not as the missing one.
+    const data = { signal_seed: 1, seed: 1, num_queries: 1, docs_per_query: 2 };
+    expect(errorOf(() => c.SyntheticLtrDataset.C({ ...data, num_feature: 2 } as never)).message).toBe(
+      "syntheticLtrDataset.num_feature: unknown parameter; did you mean num_features?",
+    );
+    const far = errorOf(() => c.HingeLoss.C({ temperature: 1 } as never));
+    expect(far.message).toBe("hingeLoss.temperature: unknown parameter");
+    expect(far.suggestion).toBeUndefined();
+    // Generated parameters cannot be set: never suggested.
+    expect(errorOf(() => c.Learner.C({ ...demoLearner(), logpth: "/x" } as never)).suggestion).toBeUndefined();
   });
 
   it("refuses a nested value of the wrong class", () => {

@@ -4,11 +4,17 @@
 // A block is a module of its own. What it uses without defining (a sampler, a loss) comes from a
 // hidden prelude: an HTML comment `<!-- docs-test prelude ... -->` right before the block's fence,
 // invisible in the rendered page, compiled (and run) in front of the block.
+//
+// A block followed by the command that runs it (`npx xpm-torch learn experiment.ts`, `npx tsx
+// experiment.ts`, in the paragraph right after its fence) is run that way: saved under that name
+// in a project of its own that installed xpm-torch, and run by that command, twice (the second
+// time, the job is done). Every training block of the README says how to run it.
 import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 
 import ts from "typescript";
 import { afterAll, describe, expect, it } from "vitest";
@@ -23,6 +29,26 @@ interface DocBlock {
   readonly code: string;
   /** Line of the block's first code line in the Markdown file (1-based). */
   readonly firstLine: number;
+  /** The command the paragraph after the block runs it with, if it gives one. */
+  readonly command?: RunCommand;
+}
+
+/** How the text says to run a block: `npx xpm-torch learn FILE` or `npx tsx FILE`. */
+interface RunCommand {
+  readonly tool: "xpm-torch learn" | "tsx";
+  readonly file: string;
+}
+
+const COMMAND = /`npx (xpm-torch learn|tsx) ([\w.-]+\.[cm]?[tj]s)\b[^`]*`/;
+
+/** The command in the paragraph right after line `close` (a block's closing fence). */
+function commandAfter(lines: string[], close: number): RunCommand | undefined {
+  let i = close + 1;
+  while (i < lines.length && lines[i]!.trim() === "") i++;
+  const paragraph: string[] = [];
+  for (; i < lines.length && lines[i]!.trim() !== "" && !FENCE.test(lines[i]!); i++) paragraph.push(lines[i]!);
+  const m = COMMAND.exec(paragraph.join(" "));
+  return m ? { tool: m[1] as RunCommand["tool"], file: m[2]! } : undefined;
 }
 
 const FENCE = /^(\s*)```(ts|typescript)\s*$/;
@@ -41,6 +67,7 @@ function extractBlocks(markdown: string, file: string): DocBlock[] {
     let end = i + 1;
     while (end < lines.length && !CLOSE.test(lines[end]!)) end++;
     if (end === lines.length) throw new Error(`${file}:${start + 1}: the code block is not closed`);
+    const command = commandAfter(lines, end);
     blocks.push({
       place: `${file}:${start + 1}`,
       prelude: preludeBefore(lines, start),
@@ -49,6 +76,7 @@ function extractBlocks(markdown: string, file: string): DocBlock[] {
         .map((line) => line.slice(Math.min(indent, line.length - line.trimStart().length)))
         .join("\n"),
       firstLine: start + 2,
+      ...(command ? { command } : {}),
     });
     i = end;
   }
@@ -120,8 +148,32 @@ function typeErrors(): string[] {
   return errors;
 }
 
+interface Run {
+  readonly code: number | null;
+  readonly stdout: string;
+  /** stdout and stderr, interleaved. */
+  readonly output: string;
+}
+
+/** Runs `node ...args` in `cwd`, whose jobs go to `cwd/workspace`. */
+function runNode(args: readonly string[], cwd: string): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [...args], {
+      cwd,
+      env: { ...process.env, XPM_TORCH_WORKSPACE: join(cwd, "workspace") },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let output = "";
+    child.stdout.on("data", (d: Buffer) => ((stdout += d.toString()), (output += d.toString())));
+    child.stderr.on("data", (d: Buffer) => (output += d.toString()));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, stdout, output }));
+  });
+}
+
 /** Runs a block with Node from a fresh directory; resolves to its exit code and output. */
-function runBlock(index: number): Promise<{ code: number | null; output: string }> {
+async function runBlock(index: number): Promise<Run> {
   const block = BLOCKS[index]!;
   const js = ts.transpileModule(source(block), {
     compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
@@ -129,21 +181,36 @@ function runBlock(index: number): Promise<{ code: number | null; output: string 
   const file = join(WORK, `block${index}.mjs`);
   writeFileSync(file, js);
   const cwd = mkdtempSync(join(tmpdir(), "xpm-docs-run-"));
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [file], {
-      cwd,
-      env: { ...process.env, XPM_TORCH_WORKSPACE: join(cwd, "workspace") },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let output = "";
-    child.stdout.on("data", (d: Buffer) => (output += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (output += d.toString()));
-    child.on("error", reject);
-    child.on("close", (code) => {
-      rmSync(cwd, { recursive: true, force: true });
-      resolve({ code, output });
-    });
-  });
+  try {
+    return await runNode([file], cwd);
+  } finally {
+    rmSync(cwd, { recursive: true, force: true });
+  }
+}
+
+/** tsx's loader, as `node --import tsx` (what `npx tsx` runs) finds it. */
+const TSX = pathToFileURL(createRequire(join(ROOT, "package.json")).resolve("tsx")).href;
+
+/**
+ * Runs a block as its text says: saved as the command's file (the block as written, its prelude
+ * first) in a fresh ES-module project where xpm-torch is installed (linked, as `npm link` does),
+ * then the command, twice. `npx xpm-torch learn` is the package's bin script, dist/cli.js.
+ */
+async function runAsTold(index: number): Promise<readonly [Run, Run]> {
+  const block = BLOCKS[index]!;
+  const { tool, file } = block.command!;
+  const cwd = mkdtempSync(join(tmpdir(), "xpm-docs-project-"));
+  try {
+    writeFileSync(join(cwd, "package.json"), JSON.stringify({ name: "experiments", version: "1.0.0", type: "module" }));
+    mkdirSync(join(cwd, "node_modules"));
+    symlinkSync(ROOT, join(cwd, "node_modules", "xpm-torch"), "dir");
+    writeFileSync(join(cwd, file), block.prelude ? `${block.prelude}\n${block.code}\n` : `${block.code}\n`);
+    const args = tool === "tsx" ? ["--import", TSX, file] : [join(ROOT, "dist", "cli.js"), "learn", file];
+    const first = await runNode(args, cwd);
+    return [first, await runNode(args, cwd)];
+  } finally {
+    rmSync(cwd, { recursive: true, force: true });
+  }
 }
 
 describe("the documentation's code blocks", () => {
@@ -152,11 +219,11 @@ describe("the documentation's code blocks", () => {
       "text", "<!-- docs-test prelude", "const a = 1;", "-->", "```ts", "a + 1;", "```", "```typescript", "b;", "```",
       "- item:", "  ```ts", "  if (c) {", "    d();", "  }", "  ```", "```js", "e;", "```",
     ].join("\n");
-    const blocks = extractBlocks(sample, "x.md");
+    const blocks = extractBlocks(sample.replace("```\n```typescript", "```\n\nRun it: `npx xpm-torch learn a.ts`.\n```typescript"), "x.md");
     expect(blocks).toEqual([
-      { place: "x.md:5", prelude: "const a = 1;", code: "a + 1;", firstLine: 6 },
-      { place: "x.md:8", prelude: "", code: "b;", firstLine: 9 },
-      { place: "x.md:12", prelude: "", code: "if (c) {\n  d();\n}", firstLine: 13 },
+      { place: "x.md:5", prelude: "const a = 1;", code: "a + 1;", firstLine: 6, command: { tool: "xpm-torch learn", file: "a.ts" } },
+      { place: "x.md:10", prelude: "", code: "b;", firstLine: 11 },
+      { place: "x.md:14", prelude: "", code: "if (c) {\n  d();\n}", firstLine: 15 },
     ]);
     expect(BLOCKS.length).toBeGreaterThanOrEqual(15);
   });
@@ -184,8 +251,31 @@ describe("the documentation's code blocks", () => {
     expect(training.length).toBeGreaterThanOrEqual(2);
   });
 
-  it.each(training.map(({ block, index }) => [block.place, index] as const))("%s trains", async (_place, index) => {
+  it("README's training examples each say how to run them", () => {
+    const readme = training.filter(({ block }) => block.place.startsWith("README.md:"));
+    expect(readme.length).toBeGreaterThanOrEqual(1);
+    for (const { block } of readme) expect(block.command, `${block.place}: no \`npx xpm-torch learn FILE\` or \`npx tsx FILE\` after it`).toBeDefined();
+  });
+
+  const told = training.filter(({ block }) => block.command);
+  const untold = training.filter(({ block }) => !block.command);
+
+  it.each(untold.map(({ block, index }) => [block.place, index] as const))("%s trains", async (_place, index) => {
     const { code, output } = await runBlock(index);
     expect(code, output).toBe(0);
   });
+
+  it.each(told.map(({ block, index }) => [block.place, `${block.command!.tool} ${block.command!.file}`, index] as const))(
+    "%s trains with `npx %s`, and again, as a finished job",
+    async (_place, _command, index) => {
+      const [first, again] = await runAsTold(index);
+      expect(first.code, first.output).toBe(0);
+      expect(again.code, again.output).toBe(0);
+      for (const run of [first, again]) expect(run.output).not.toMatch(/exports no Learner|Error/);
+      if (BLOCKS[index]!.command!.tool === "xpm-torch learn") {
+        expect(first.stdout).toMatch(/trained \d+ epochs, \d+ steps/);
+        expect(again.stdout).toContain("this job had already run; its stored result:");
+      }
+    },
+  );
 });

@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -128,8 +128,10 @@ describe("experiment() with the LocalLauncher", () => {
       xp.submit(upstream, { launcher: LocalLauncher.C({ max_jobs: 1 }) });
       xp.submit(upstream, { launcher: LocalLauncher.C({ max_jobs: 2 }) });
     }, { workspace, ...quiet });
-    await expect(twice).rejects.toThrow(/already submitted with another launcher/);
+    await expect(twice).rejects.toThrow(/already submitted with another launcher, LocalLauncher\(\); now with LocalLauncher\(max_jobs=2\)/);
     for (const config of [upstream, other]) expect(launchesOf(jobOf(config, workspace).dir)).toHaveLength(0);
+    // Refused before anything ran: nothing was written, no job folder, no run of the experiment.
+    expect(readdirSync(workspace)).toEqual([]);
   });
 
   it("after the plan's process is killed, a second run re-attaches to running jobs, runs none twice and keeps max_jobs", async () => {

@@ -128,7 +128,8 @@ describe("listeners", () => {
     expect(result.stopped).toBe("stopped after epoch 3 by listener(s) stop");
     expect(seen).toEqual([1, 2, 3]);
     expect(result.epochs[2]!.metrics["recorder/epoch"]).toBe(3);
-    expect(result.listeners.rec).toEqual({ last: 3 });
+    expect(result.outputs).toEqual({ rec: { last: 3 }, stop: null });
+    expect(Object.keys(result.listeners)).toEqual(["heldout"]);
   });
 
   it("score with the model being trained, as it is at that epoch", async () => {
@@ -177,7 +178,7 @@ describe("listeners", () => {
     const result = await learn(Learner.C({ ...base, trainer, listeners: [validation] }), { workspace: workspace() });
     const losses = result.epochs.map((e) => e.metrics["val/loss/pair-hinge"]!);
     const bestEpoch = losses.indexOf(Math.min(...losses)) + 1;
-    const best = (result.listeners.val as { loss: BestCheckpoint }).loss;
+    const best = result.listeners.val!.loss!;
     expect(best.epoch).toBe(bestEpoch);
     expect(best.value).toBeCloseTo(Math.min(...losses), 6);
     expect(result.epochs).toHaveLength(bestEpoch + 3);

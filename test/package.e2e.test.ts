@@ -3,7 +3,7 @@
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 
 import { beforeAll, describe, expect, it } from "vitest";
 
@@ -38,6 +38,16 @@ const config = Learner.C({
 
 const result: LearnResult = await learn(config, { quiet: true });
 console.log(JSON.stringify({ jobDir: result.jobDir, epochs: result.epochs.length, model: result.learned_model, exists: existsSync(result.learned_model ?? "") }));
+`;
+
+// What a user writes against the declarations: a validation listener's best, without casts.
+const TYPES_SCRIPT = `import { type LearnResult, type BestCheckpoint, type HubModel } from "xpm-torch";
+
+export function bestNdcg(result: LearnResult): number {
+  const best: BestCheckpoint = result.listeners.val["ndcg@10"];
+  return best.value;
+}
+export const commitOf = (model: HubModel): string => model.commit;
 `;
 
 describe("installed from the packed tarballs", () => {
@@ -77,6 +87,41 @@ describe("installed from the packed tarballs", () => {
       expect(existsSync(join(out.jobDir, file)), file).toBe(true);
     }
     expect(readdirSync(join(out.jobDir, "runs")).some((f) => f.includes("tfevents"))).toBe(true);
+  });
+
+  it("type-checks a script with tsc --strict in a project that has only typescript and xpm-torch", () => {
+    const install = run("npm", ["install", "--no-audit", "--no-fund", "--save-dev", "typescript@5"], project);
+    expect(install.status, install.stderr).toBe(0);
+    const compilerOptions = { strict: true, target: "ES2022", module: "NodeNext", moduleResolution: "NodeNext", noEmit: true };
+    writeFileSync(join(project, "tsconfig.json"), JSON.stringify({ compilerOptions, files: ["train.ts", "types.ts"] }));
+    writeFileSync(join(project, "train.ts"), TRAIN_SCRIPT);
+    writeFileSync(join(project, "types.ts"), TYPES_SCRIPT);
+    const tsc = run(process.execPath, [join(project, "node_modules", "typescript", "bin", "tsc"), "-p", "."], project);
+    expect(`${tsc.stdout}${tsc.stderr}`).toBe("");
+    expect(tsc.status).toBe(0);
+  });
+
+  it("ships the sources its source maps name", () => {
+    const dist = join(project, "node_modules", "xpm-torch", "dist");
+    const maps = readdirSync(dist, { recursive: true }).map(String).filter((f) => f.endsWith(".js.map"));
+    expect(maps.length).toBeGreaterThan(50);
+    const missing = maps.flatMap((map) => {
+      const { sources } = JSON.parse(readFileSync(join(dist, map), "utf8")) as { sources: string[] };
+      return sources.map((source) => join(dirname(join(dist, map)), source)).filter((file) => !existsSync(file));
+    });
+    expect(missing).toEqual([]);
+  });
+
+  it("installs without an install-script warning once esbuild's (tsx's) script is denied, as the README says", () => {
+    if (run("npm", ["install-scripts", "--help"], project).status !== 0) return; // npm before allowScripts: no warning to silence
+    expect(readFileSync(join(repoRoot, "README.md"), "utf8")).toContain("npm install-scripts deny esbuild");
+    const deny = run("npm", ["install-scripts", "deny", "esbuild"], project);
+    expect(deny.status, deny.stderr).toBe(0);
+    const install = run("npm", ["install", "--no-audit", "--no-fund"], project);
+    expect(install.status, install.stderr).toBe(0);
+    expect(install.stderr).not.toContain("allowScripts");
+    const r = run(process.execPath, ["--import", "tsx", "-e", "console.log('tsx runs')"], project);
+    expect(r.stdout.trim(), r.stderr).toBe("tsx runs");
   });
 
   it("runs `npx xpm-torch demo`, then reports and lists its job", () => {

@@ -158,6 +158,34 @@ describe("the scheduler with processes of a host", () => {
     expect((await plan).jobs[0]!.state).toBe("done");
   });
 
+  it("logs a re-run's jobs as cached (done before) and followed (started by the killed plan, or held by a learn() call)", async () => {
+    const workspace = workspaceFor();
+    const local = new FakeLocal(2);
+    const done = smallLearner(1e-2, 9);
+    const left = smallLearner(2e-2, 9);
+    const locked = smallLearner(3e-2, 9);
+    const fresh = smallLearner(4e-2, 9);
+    const dir = (config: ReturnType<typeof smallLearner>) => jobOf(config, workspace).dir;
+    for (const config of [done, left, locked]) prepareJobDirectory(config, jobOf(config, workspace));
+    markDone(jobOf(done, workspace), EMPTY_RESULT);
+    const orphan = local.orphan(dir(left)) as { pid: number; host: string };
+    writeFileSync(jobOf(locked, workspace).lockFile, JSON.stringify({ pid: process.pid, host: hostname(), started: new Date().toISOString() }));
+    const lines: string[] = [];
+    const plan = run(workspace, local, (xp) => void [done, left, locked, fresh].forEach((c, i) => xp.submit(c, { tags: { i } })), { log: (line) => lines.push(line) });
+    await waitFor(() => local.pidOf(dir(fresh)) !== undefined, "the new job to start");
+    local.complete(dir(left));
+    local.complete(dir(fresh));
+    markDone(jobOf(locked, workspace), EMPTY_RESULT);
+    rmSync(jobOf(locked, workspace).lockFile);
+    await plan;
+    const said = (config: ReturnType<typeof smallLearner>) =>
+      lines.filter((l) => l.includes(jobOf(config, workspace).identifier.slice(0, 12))).map((l) => l.slice(l.indexOf("] ") + 2));
+    expect(said(done)).toEqual(["cached"]);
+    expect(said(left)).toEqual([`followed (scheduled, pid ${orphan.pid} on ${orphan.host})`, "running (followed)", "done"]);
+    expect(said(locked)).toEqual(["followed (running, another process holds its lock)", "done"]);
+    expect(said(fresh)).toEqual(["waiting", "ready", "scheduled", "running", "done"]);
+  });
+
   it("names the file when a done job's result cannot be read", async () => {
     const workspace = workspaceFor();
     const learner = smallLearner(7e-2);

@@ -30,9 +30,8 @@ import {
   loadModel,
   type LearnerConfig,
 } from "../ts/index.js";
-import { readSafetensors, writeSafetensors } from "./helpers/safetensors.js";
+import { TINY_BERT, headlessTinyBert, readSafetensors } from "./helpers/safetensors.js";
 
-const TINY_BERT = resolve("crates/core/tests/fixtures/hf/bert");
 const TOPICS = ["paris", "tokyo", "river", "mountain", "train", "model", "city", "capital"];
 const OFF_TOPIC = ["love", "word", "gaps", "spaced"];
 const FILLER = ["the", "is", "a", "of", "what", "many", "things", "detail"];
@@ -176,12 +175,7 @@ describe("the MS MARCO layout through the binding", () => {
 
 describe("opening the model a run starts from", () => {
   const dir = mkdtempSync(join(tmpdir(), "xpm-start-model-"));
-  // The tiny BERT without its head: a cross-encoder on it draws a new one.
-  const headless = join(dir, "bert");
-  cpSync(TINY_BERT, headless, { recursive: true });
-  const weights = readSafetensors(join(headless, "model.safetensors"));
-  for (const name of [...weights.keys()]) if (name.startsWith("classifier.")) weights.delete(name);
-  writeSafetensors(join(headless, "model.safetensors"), weights);
+  const headless = headlessTinyBert(dir);
   const model = CrossEncoder.C({ encoder: HFEncoder.C({ id: "tiny-bert-headless", path: headless }), max_length: 24 });
   const pairs = [
     { query: "what about paris", document: "the city of paris" },

@@ -12,10 +12,16 @@ export class XpmTorchError extends Error {
 /** A configuration is invalid; `path` is the dotted path from the root (`learner.max_epochs`). */
 export class ConfigError extends XpmTorchError {
   readonly path: string;
+  /**
+   * For an unknown parameter, the nearest parameter the class has (as tsc's "Did you mean
+   * 'max_epochs'?"), when one is near enough; the message ends with it too.
+   */
+  readonly suggestion?: string;
 
-  constructor(path: string, message: string) {
+  constructor(path: string, message: string, details: { readonly suggestion?: string | undefined } = {}) {
     super("ERR_CONFIG", `${path}: ${message}`);
     this.path = path;
+    if (details.suggestion !== undefined) this.suggestion = details.suggestion;
   }
 }
 

@@ -1,3 +1,6 @@
+// The package's declarations use Node's types (streams, AbortSignal, process.env): they come with
+// it, as its dependency @types/node, so that a project with only typescript compiles against them.
+/// <reference types="node" preserve="true" />
 // Loading the package loads libtorch and the addon at once, so that a missing libtorch is
 // reported at import with the command that fixes it.
 import { loadNative } from "./native.js";
@@ -29,6 +32,8 @@ export {
 export {
   learn,
   type BestCheckpoint,
+  type DroppedTrainingState,
+  type ListenerBests,
   type EpochReport,
   type LearnOptions,
   type LearnResult,
@@ -36,7 +41,9 @@ export {
   type ModuleLoaderConfig,
   type LearnerConfig,
   type PretrainedModel,
+  type RunStart,
   type StepProgress,
+  type ValidationProgress,
 } from "./learn.js";
 // Modules of extension points written in TypeScript export only what users write against, whole:
 // a kind added to one of them needs no line here.

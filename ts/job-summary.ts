@@ -12,13 +12,30 @@ function bytesUnder(path: string): number {
   return readdirSync(path).reduce((sum, entry) => sum + bytesUnder(join(path, entry)), 0);
 }
 
-/** Which epoch checkpoints the run kept and the space they take (they hold the optimizer too). */
+/** `bytes` in kB, MB or GB. */
+function size(bytes: number): string {
+  if (bytes >= 1e9) return `${(bytes / 1e9).toFixed(1)} GB`;
+  if (bytes >= 1e6) return `${Math.round(bytes / 1e6)} MB`;
+  return `${Math.max(1, Math.round(bytes / 1e3))} kB`;
+}
+
+/** The line saying what the done run dropped and how to keep it, if it dropped anything. */
+function droppedLine(result: LearnResult): string | undefined {
+  const dropped = result.dropped_training_state;
+  if (!dropped) return undefined;
+  const epochs = `epoch${dropped.epochs.length > 1 ? "s" : ""} ${dropped.epochs.join(", ")}`;
+  return (
+    `  dropped         the training state of ${epochs} (optimizer moments, sampler positions, random generators: ` +
+    `${size(dropped.bytes)}), which only resuming needs; keep_training_state: true keeps it`
+  );
+}
+
+/** Which epoch checkpoints the run kept and the space they take (their models, once the run is done). */
 function checkpointSpace(result: LearnResult): string {
   const epochs = Object.keys(result.checkpoints).map(Number).sort((a, b) => a - b);
   if (epochs.length === 0) return "(none kept)";
   const bytes = bytesUnder(join(result.jobDir, "checkpoints"));
-  const size = bytes >= 1e9 ? `${(bytes / 1e9).toFixed(1)} GB` : `${Math.max(1, Math.round(bytes / 1e6))} MB`;
-  return `(epoch${epochs.length > 1 ? "s" : ""} ${epochs.join(", ")}: ${size}; checkpoint_keep sets how many)`;
+  return `(epoch${epochs.length > 1 ? "s" : ""} ${epochs.join(", ")}: ${size(bytes)}; checkpoint_keep sets how many)`;
 }
 
 /** Where the job's files are and its listeners' best values, as lines. */
@@ -31,6 +48,8 @@ export function jobSummary(result: LearnResult): string[] {
     `  TensorBoard     ${join(result.jobDir, "runs")}  (view: tensorboard --logdir DIR)`,
     `  checkpoints     ${join(result.jobDir, "checkpoints")}  ${checkpointSpace(result)}`,
   ];
+  const dropped = droppedLine(result);
+  if (dropped) lines.push(dropped);
   if (result.learned_model) lines.push(`  learned model   ${result.learned_model}`);
   if (job.best.length > 0) {
     lines.push("best values:");

@@ -18,6 +18,17 @@ export interface BestCheckpoint {
   readonly model?: string;
 }
 
+/** What a done run dropped from its kept epoch checkpoints: the state only resuming needs. */
+export interface DroppedTrainingState {
+  /** The epochs whose checkpoints now hold only their weights. */
+  readonly epochs: readonly number[];
+  /** The bytes freed. */
+  readonly bytes: number;
+}
+
+/** A validation listener's part of a result: the best of each metric it watches, by metric. */
+export type ListenerBests = Readonly<Record<string, BestCheckpoint>>;
+
 /** A loader of a saved model, marked as an output of the Learner that trained it. */
 export type ModuleLoaderConfig = ConfigOf<typeof ModuleLoader>;
 
@@ -43,8 +54,13 @@ export interface PretrainedModel {
 /** What `learn()` resolves to: the Learner's output and the run's history. */
 export interface LearnResult {
   readonly epochs: readonly EpochReport[];
-  /** Each listener's result by id: for validation listeners, the best of each metric. */
-  readonly listeners: Readonly<Record<string, unknown>>;
+  /**
+   * Each validation listener's best of each metric, by listener id then metric:
+   * `result.listeners.heldout["ndcg@10"]` is `{ epoch, value, model }`.
+   */
+  readonly listeners: Readonly<Record<string, ListenerBests>>;
+  /** Each listener written in TypeScript (`defineListener`), by id: the `output` its last call returned. */
+  readonly outputs: Readonly<Record<string, unknown>>;
   /** The final model's weights (safetensors). */
   readonly learned_model: string | null;
   /** The model weights of each checkpointed epoch. */
@@ -57,6 +73,11 @@ export interface LearnResult {
   readonly warnings: readonly string[];
   /** The validation listeners' metrics before the first step, when the Learner's `validate_at_start` is true. */
   readonly start_metrics: Readonly<Record<string, number>> | null;
+  /**
+   * What the done run dropped from its epoch checkpoints (optimizer moments, sampler positions,
+   * random generators), or null: the Learner's `keep_training_state: true` keeps them.
+   */
+  readonly dropped_training_state: DroppedTrainingState | null;
   /** The Hub models the run started from (each encoder named by id rather than path), with their commits. */
   readonly pretrained: readonly PretrainedModel[];
   /** The job directory (holds params.json, logs, checkpoints). */
@@ -70,7 +91,7 @@ export interface LearnResult {
 }
 
 export interface LearnOptions {
-  /** Where jobs go; default `XPM_TORCH_WORKSPACE`, else `./xpm-workspace`. */
+  /** Where jobs go; default `XPM_TORCH_WORKSPACE`, else the nearest `xpm-workspace` folder in the current folder or above it, else `./xpm-workspace`. */
   readonly workspace?: string;
   /** Called after every epoch. */
   readonly onEpoch?: (report: EpochReport) => void;
@@ -90,9 +111,15 @@ export interface LearnOptions {
   /**
    * No progress display. By default `learn()` shows one on stderr: a bar with epoch, step,
    * steps/s, ETA and running loss on a terminal, a plain line every 10 s (and a last one)
-   * elsewhere.
+   * elsewhere. While the bar is shown, what is written to stdout and stderr (a `console.log` in
+   * `onEpoch`) goes above it, one whole line at a time.
    */
   readonly quiet?: boolean;
+  /**
+   * Whether the progress display prints a line at each epoch's end, with its loss, metrics and
+   * timings (default true): `false` when `onEpoch` prints its own.
+   */
+  readonly epochLines?: boolean;
   /** A display to drive instead of the default one (see `createProgressDisplay`). */
   readonly progress?: ProgressDisplay;
 }

@@ -67,12 +67,25 @@ export interface LoadModelOptions {
   readonly numThreads?: number;
   /** For a Hub id: the branch, tag or commit (default `main`). */
   readonly revision?: string;
+  /**
+   * Told, once, what the user should know of the model opened: weights drawn new rather than
+   * read from its files (see {@link TrainedModel.newWeights}). By default printed to stderr.
+   */
+  readonly onWarning?: (message: string) => void;
 }
 
 /** A trained model, ready to score. */
 export interface TrainedModel {
   /** The weights file it was loaded from ("" for a model opened from its configuration). */
   readonly weights: string;
+  /**
+   * The parameters drawn new (from the seed) rather than read from the model's files, as
+   * transformers reports the weights it "newly initialized": a CrossEncoder over an encoder
+   * saved without a one-label classification head draws its head (`classifier.weight`,
+   * `classifier.bias`), and its scores mean nothing until it is trained. Empty for weights
+   * loaded from a file.
+   */
+  readonly newWeights: readonly string[];
   /** One score per record: feature vectors, or (query, document) token pairs. */
   score(records: FeatureRecords | readonly TokenPair[]): Float32Array;
   /**
@@ -95,6 +108,11 @@ export interface TrainedModel {
   saveHuggingFace(directory: string): void;
   /** The scores of each triplet's positive and negative document. */
   scoreTriplets(triplets: readonly TokenTriplet[]): { positive: Float32Array; negative: Float32Array };
+}
+
+/** `weights not in the model's files, newly drawn from <from>: classifier.weight, classifier.bias`. */
+export function newWeightsLine(names: readonly string[], from: string): string {
+  return `weights not in the model's files, newly drawn from ${from}: ${names.join(", ")}`;
 }
 
 /** The native model handle (see crates/node-binding/src/model.rs). */
@@ -201,7 +219,14 @@ export function loadModel(source: string | ModuleLoaderConfig | ModelConfig | Le
   const { binding } = loadNative();
   const Native = (binding as unknown as { NativeModel: new () => NativeModelHandle }).NativeModel;
   const handle = new Native();
-  unwrapOutcome(handle.open(JSON.stringify(toWire(model)), weights, options.device ?? "auto", seed, options.numThreads ?? null));
+  const opened = unwrapOutcome<{ newWeights: string[] }>(
+    handle.open(JSON.stringify(toWire(model)), weights, options.device ?? "auto", seed, options.numThreads ?? null),
+  );
+  const newWeights = Object.freeze([...opened.newWeights]);
+  if (newWeights.length > 0) {
+    const warn = options.onWarning ?? ((message: string) => console.warn(`xpm-torch: ${message}`));
+    warn(`${newWeightsLine(newWeights, `seed ${seed}`)}; its scores mean nothing until it is trained`);
+  }
   const scoreText = (pairs: readonly TokenPair[]): Float32Array =>
     Float32Array.from(
       unwrapOutcome<number[]>(
@@ -224,6 +249,7 @@ export function loadModel(source: string | ModuleLoaderConfig | ModelConfig | Le
   }
   return {
     weights,
+    newWeights,
     score,
     saveHuggingFace(directory) {
       unwrapOutcome(handle.saveHuggingFace(resolve(directory)));

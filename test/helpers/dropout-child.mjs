@@ -31,8 +31,9 @@ const config = Learner.C({
   trainer,
   max_epochs: ranks > 1 ? 3 : 8,
   steps_per_epoch: 25,
-  // Every epoch's checkpoint: the tests resume from older ones.
+  // Every epoch's checkpoint, whole even once the job is done: the tests resume from older ones.
   checkpoint_keep: 8,
+  keep_training_state: true,
   optimizers: [ParameterOptimizer.C({ optimizer: AdamW.C({ lr: 3e-3 }), scheduler: LinearWithWarmup.C({ num_warmup_steps: 40 }) })],
   listeners: [
     TrainerValidationLoss.C({

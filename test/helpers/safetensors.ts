@@ -1,4 +1,5 @@
-import { readFileSync, writeFileSync } from "node:fs";
+import { cpSync, readFileSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
 
 /** The raw bytes, dtype and shape of each tensor of a safetensors file. */
 export function readSafetensors(file: string): Map<string, { dtype: string; shape: number[]; data: Buffer }> {
@@ -29,4 +30,17 @@ export function writeSafetensors(file: string, tensors: ReadonlyMap<string, { dt
   const length = Buffer.alloc(8);
   length.writeBigUInt64LE(BigInt(json.length));
   writeFileSync(file, Buffer.concat([length, json, ...[...tensors.values()].map((t) => t.data)]));
+}
+
+/** The tiny BERT fixture of the core's tests. */
+export const TINY_BERT = resolve("crates/core/tests/fixtures/hf/bert");
+
+/** A copy of the tiny BERT in `dir` without its classification head: a cross-encoder on it draws one. */
+export function headlessTinyBert(dir: string): string {
+  const headless = join(dir, "bert");
+  cpSync(TINY_BERT, headless, { recursive: true });
+  const tensors = readSafetensors(join(headless, "model.safetensors"));
+  for (const name of [...tensors.keys()]) if (name.startsWith("classifier.")) tensors.delete(name);
+  writeSafetensors(join(headless, "model.safetensors"), tensors);
+  return headless;
 }

@@ -3,14 +3,20 @@ import { stateLabel } from "../workspace/job-state.js";
 import { type Command, UsageError } from "./command.js";
 
 function bestText(job: JobInfo): string {
-  if (job.state !== "done") return job.error ? job.error.split("\n")[0]!.slice(0, 80) : "-";
   return job.best.map((b) => `${b.listener}/${b.metric}=${Number(b.value.toPrecision(4))}@${b.epoch}`).join(" ") || "-";
 }
 
+/** Why a job is in error, whole, on one line (an interruption says where its checkpoint is). */
+const messageText = (job: JobInfo): string => job.error?.replace(/\s*\n\s*/g, " ").trim() || "-";
+
 const tagsText = (job: JobInfo): string => Object.entries(job.tags).map(([k, v]) => `${k}=${String(v)}`).join(" ") || "-";
 
-/** The jobs as an aligned table. */
+/**
+ * The jobs as an aligned table. The last column, `message`, holds what jobs in error said, whole;
+ * it is there only when some job has a message.
+ */
 export function jobsTable(jobs: readonly JobInfo[]): string[] {
+  const withMessage = jobs.some((j) => messageText(j) !== "-");
   const rows = jobs.map((j) => [
     `${j.typeId}/${j.identifier.slice(0, 12)}`,
     stateLabel(j.state, j.failureReason),
@@ -19,8 +25,9 @@ export function jobsTable(jobs: readonly JobInfo[]): string[] {
     j.experiments.join(",") || "-",
     tagsText(j),
     bestText(j),
+    ...(withMessage ? [messageText(j)] : []),
   ]);
-  const header = ["job", "state", "epochs", "modified", "experiment", "tags", "best values"];
+  const header = ["job", "state", "epochs", "modified", "experiment", "tags", "best values", ...(withMessage ? ["message"] : [])];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join("  ");
   return [line(header), ...rows.map(line)];
@@ -52,11 +59,13 @@ export const jobsCommand: Command = {
   help: `usage: xpm-torch jobs [WORKSPACE] [--json] [--tag KEY=VALUE ...] [--state STATE ...] [--experiment NAME]
        xpm-torch jobs kill ID [--workspace DIR]
 
-Lists the jobs under WORKSPACE/jobs (default: XPM_TORCH_WORKSPACE, else ./xpm-workspace),
-newest first, with their state (experimaestro's: unscheduled, waiting, ready, scheduled, running,
+Lists the jobs under WORKSPACE/jobs, newest first (default: XPM_TORCH_WORKSPACE, else the nearest
+xpm-workspace folder in the current folder or above it, else ./xpm-workspace; its first line says
+which), with their state (experimaestro's: unscheduled, waiting, ready, scheduled, running,
 done, or error with its reason: failed, memory, timeout, cancelled when interrupted, dependency
 when a dependency failed and it never ran), the epochs done, the experiments that submitted them
-and their tags, and for finished ones each listener's best values as listener/metric=value@epoch.
+and their tags, for finished ones each listener's best values as listener/metric=value@epoch, and
+for jobs in error what they said (an interrupted one: where its checkpoint is), whole.
 
 \`jobs kill ID\` stops the job whose identifier starts with ID: SIGTERM to its process here (it
 writes a checkpoint, and running it again resumes), \`scancel\` for a SLURM job.
@@ -93,15 +102,17 @@ options:
       states: list(values.state),
       ...(typeof values.experiment === "string" ? { experiment: values.experiment } : {}),
     });
+    // Which workspace: the one named, else the nearest xpm-workspace upward (stderr under --json).
     if (values.json === true) {
+      io.err(`workspace: ${workspace}`);
       io.out(JSON.stringify(jobs, null, 2));
       return 0;
     }
+    io.out(`workspace: ${workspace}`);
     if (jobs.length === 0) {
-      io.out(`no jobs in ${workspace}${values.tag || values.state || values.experiment ? " that pass the filters" : ""}`);
+      io.out(`no jobs in this workspace${values.tag || values.state || values.experiment ? " that pass the filters" : ""}`);
       return 0;
     }
-    io.out(`workspace ${workspace}`);
     jobsTable(jobs).forEach((l) => io.out(l));
     return 0;
   },

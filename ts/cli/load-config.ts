@@ -8,8 +8,9 @@ import { TYPE_KEY, configClassOf } from "../config/class.js";
 import "../config/classes/index.js";
 import { Learner } from "../config/classes/learner.js";
 import { ConfigError } from "../errors.js";
-import type { LearnerConfig } from "../learn.js";
+import { type LearnOptions, type LearnerConfig, SCRIPT_WATCH, type ScriptWatch } from "../learn.js";
 import { readParamsJson } from "../workspace/params-json.js";
+import { placeInSource } from "./config-source.js";
 
 const MODULE_EXTENSIONS = new Set([".ts", ".mts", ".cts", ".js", ".mjs", ".cjs"]);
 
@@ -130,21 +131,59 @@ function exportsOf(module: Record<string, unknown>): Record<string, unknown> {
 const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const OWN_CODE = ["dist", "ts"].map((d) => join(PACKAGE_ROOT, d) + "/");
 
+/** A stack frame of the user's code: the file as written and as shown, its line and column (1-based). */
+export interface UserFrame {
+  readonly file: string;
+  readonly shown: string;
+  readonly line: number;
+  readonly column: number;
+}
+
 /**
- * `file:line` of the user's code that raised `error` (the `.C()` call of a module), from its
+ * The frame of the user's code that raised `error` (the `.C()` call of a module), from its
  * stack: the first frame outside this package, Node and node_modules. Undefined without one.
  */
-export function userFrame(error: unknown, own: readonly string[] = OWN_CODE): string | undefined {
+export function userFrame(error: unknown, own: readonly string[] = OWN_CODE): UserFrame | undefined {
   const stack = error instanceof Error ? error.stack ?? "" : "";
   for (const line of stack.split("\n").slice(1)) {
-    const m = /\(?((?:file:\/\/)?\/[^()]*?):(\d+):\d+\)?$/.exec(line.trim());
+    const m = /\(?((?:file:\/\/)?\/[^()]*?):(\d+):(\d+)\)?$/.exec(line.trim());
     if (!m) continue;
     const file = m[1]!.startsWith("file://") ? fileURLToPath(m[1]!) : m[1]!;
     if (own.some((dir) => file.startsWith(dir)) || file.includes("/node_modules/")) continue;
     const shown = relative(process.cwd(), file);
-    return `${shown.startsWith("..") ? file : shown}:${m[2]}`;
+    return { file, shown: shown.startsWith("..") ? file : shown, line: Number(m[2]), column: Number(m[3]) };
   }
   return undefined;
+}
+
+/**
+ * A ConfigError raised while a module was loaded, placed in the user's code: at the key it
+ * names where the text of the `.C()` call that raised it shows it (`config.ts:10:3`), else at
+ * that call (`config.ts:6`), else in `file`; with the path from the outermost configuration the
+ * text builds around that call. Undefined for other errors.
+ */
+function placedConfigError(error: unknown, file: string): ConfigError | undefined {
+  const at = configErrorPath(error);
+  if (at === undefined) return undefined;
+  const message = (error as Error).message.slice(at.length + 2);
+  const details = detailsOf(error);
+  const frame = userFrame(error);
+  if (!frame) return new ConfigError(`${file}: ${at}`, message, details);
+  let text: string | undefined;
+  try {
+    text = readFileSync(frame.file, "utf8");
+  } catch {
+    text = undefined;
+  }
+  const place = text === undefined ? undefined : placeInSource(text, frame, at);
+  if (!place) return new ConfigError(`${frame.shown}:${frame.line}: ${at}`, message, details);
+  return new ConfigError(`${frame.shown}:${place.line}:${place.column}: ${place.path}`, message, details);
+}
+
+/** The optional fields of a ConfigError (of this copy of xpm-torch or another), to keep when it is placed. */
+function detailsOf(error: unknown): { readonly suggestion?: string } {
+  const suggestion = (error as { suggestion?: unknown } | null)?.suggestion;
+  return typeof suggestion === "string" ? { suggestion } : {};
 }
 
 /** The error's config path, when it is a ConfigError (of this copy of xpm-torch or another). */
@@ -153,43 +192,94 @@ function configErrorPath(error: unknown): string | undefined {
   return typeof e === "object" && e !== null && e.code === "ERR_CONFIG" && typeof e.path === "string" ? e.path : undefined;
 }
 
+/** What `xpm-torch learn FILE` runs: the Learner FILE holds, or FILE itself, a script whose evaluation called learn(). */
+export type LearnTarget = { readonly learner: LearnerConfig } | { readonly script: Pick<ScriptWatch, "calls" | "plans"> };
+
+/** How the learn() calls made while a module is imported are treated (see {@link ScriptWatch}). */
+type ScriptCalls = Omit<ScriptWatch, "calls" | "plans">;
+
 /**
  * The Learner configuration in `file`: a module exporting it (as `default` or `learner`, or a
- * function returning it), or a params.json.
+ * function returning it), or a params.json. A module that calls learn() itself while it is
+ * imported is refused, before that call trains (this reads the configuration, runs nothing).
  * @throws ConfigError naming the file (and the object and field, for params.json).
  */
 export async function loadLearnerConfig(file: string): Promise<LearnerConfig> {
+  const refuse = "the module runs its Learner itself: export the configuration instead (`export default Learner.C({...})`)";
+  const target = await loadTarget(file, { defaults: {}, refuse });
+  if ("learner" in target) return target.learner;
+  throw new ConfigError(file, refuse);
+}
+
+/**
+ * What `xpm-torch learn FILE` runs: a params.json's Learner; for a module, FILE itself when its
+ * evaluation called learn() (a script: those calls, made with `defaults` under their own
+ * options, are what it ran), else the Learner it exports (as `default` or `learner`, or a
+ * function returning it).
+ * @throws ConfigError naming the file (and the object and field, for params.json).
+ */
+export async function loadLearnTarget(file: string, defaults: LearnOptions): Promise<LearnTarget> {
+  return loadTarget(file, { defaults });
+}
+
+async function loadTarget(file: string, calls: ScriptCalls): Promise<LearnTarget> {
   const path = resolve(file);
   if (!existsSync(path)) throw new ConfigError(file, "no such file");
   const ext = extname(path);
-  if (ext === ".json") {
-    let task: object;
-    try {
-      task = readParamsJson(readFileSync(path, "utf8"), file);
-    } catch (error) {
-      if (error instanceof SyntaxError) throw new ConfigError(file, `not valid JSON: ${error.message}`);
-      const at = configErrorPath(error);
-      // Errors of the Learner's own validation name the parameter, not the file.
-      if (at !== undefined && !at.startsWith(file)) throw new ConfigError(`${file}: ${at}`, (error as Error).message.slice(at.length + 2));
-      throw error;
-    }
-    return asLearner(task, file);
-  }
+  if (ext === ".json") return { learner: loadParamsJson(path, file) };
   if (!MODULE_EXTENSIONS.has(ext)) throw new ConfigError(file, `expected a .ts or .js module or a params.json, not ${ext || "a file without extension"}`);
-  let module: Record<string, unknown>;
+  const { module, made } = await importWatched(path, file, calls);
+  if (made.calls.length + made.plans.length > 0) return { script: made };
+  return { learner: await exportedLearner(exportsOf(module), file) };
+}
+
+function loadParamsJson(path: string, file: string): LearnerConfig {
+  let task: object;
   try {
-    module = await importModule(path);
+    task = readParamsJson(readFileSync(path, "utf8"), file);
   } catch (error) {
+    if (error instanceof SyntaxError) throw new ConfigError(file, `not valid JSON: ${error.message}`);
     const at = configErrorPath(error);
-    // The line of the `.C()` that refused, in the module or a file it imports.
-    if (at !== undefined) throw new ConfigError(`${userFrame(error) ?? file}: ${at}`, (error as Error).message.slice(at.length + 2));
+    // Errors of the Learner's own validation name the parameter, not the file.
+    if (at !== undefined && !at.startsWith(file)) throw new ConfigError(`${file}: ${at}`, (error as Error).message.slice(at.length + 2), detailsOf(error));
     throw error;
   }
-  const source = exportsOf(module);
+  return asLearner(task, file);
+}
+
+/** Imports the module at `path`, with the learn() calls its evaluation makes treated as `calls` says. */
+async function importWatched(
+  path: string,
+  file: string,
+  calls: ScriptCalls,
+): Promise<{ readonly module: Record<string, unknown>; readonly made: ScriptWatch }> {
+  const global = globalThis as { [SCRIPT_WATCH]?: ScriptWatch };
+  const outer = global[SCRIPT_WATCH];
+  const watch: ScriptWatch = { ...calls, calls: [], plans: [] };
+  global[SCRIPT_WATCH] = watch;
+  try {
+    return { module: await importModule(path), made: watch };
+  } catch (error) {
+    // Where the `.C()` that refused was given the value, in the module or a file it imports.
+    throw placedConfigError(error, file) ?? error;
+  } finally {
+    if (outer) global[SCRIPT_WATCH] = outer;
+    else delete global[SCRIPT_WATCH];
+  }
+}
+
+/** The Learner a module's exports hold. */
+async function exportedLearner(source: Record<string, unknown>, file: string): Promise<LearnerConfig> {
   for (const name of LEARNER_EXPORTS) {
     let value = source[name];
     if (value === undefined) continue;
-    if (typeof value === "function") value = await (value as () => unknown)();
+    if (typeof value === "function") {
+      try {
+        value = await (value as () => unknown)();
+      } catch (error) {
+        throw placedConfigError(error, file) ?? error;
+      }
+    }
     return asLearner(value, `${file} (export ${name})`);
   }
   const found = Object.keys(source).filter((k) => k !== "__esModule");

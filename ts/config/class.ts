@@ -143,12 +143,52 @@ function innermost(issue: z.core.$ZodIssue): z.core.$ZodIssue {
   return first ? innermost({ ...first, path: [...issue.path, ...first.path] }) : issue;
 }
 
-function toConfigError(root: string, error: z.ZodError, input: unknown): ConfigError {
-  const first = error.issues[0];
+/**
+ * The name of `names` nearest to `name`, as tsc picks its "Did you mean ...?": one differing
+ * only in case, else the closest by edit distance (a change of case costing 0.1) under
+ * 0.4 × its length + 1, among names of about its length.
+ */
+function nearestName(name: string, names: readonly string[]): string | undefined {
+  const lengthSlack = Math.max(2, Math.floor(name.length * 0.34));
+  let best: string | undefined;
+  let bestDistance = Math.floor(name.length * 0.4) + 1;
+  for (const candidate of names) {
+    if (candidate === name || Math.abs(candidate.length - name.length) > lengthSlack) continue;
+    if (candidate.toLowerCase() === name.toLowerCase()) return candidate;
+    if (candidate.length < 3) continue;
+    const distance = editDistance(name, candidate);
+    if (distance < bestDistance) [best, bestDistance] = [candidate, distance];
+  }
+  return best;
+}
+
+/** Levenshtein distance where substituting a letter by itself in another case costs 0.1. */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      const x = a[i - 1]!;
+      const y = b[j - 1]!;
+      const substitution = x === y ? 0 : x.toLowerCase() === y.toLowerCase() ? 0.1 : 1;
+      current.push(Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + substitution));
+    }
+    previous = current;
+  }
+  return previous[b.length]!;
+}
+
+function toConfigError(root: string, error: z.ZodError, input: unknown, schema: z.ZodObject): ConfigError {
+  // A misspelt key is also a missing one: the unknown key, with its nearest name, says why.
+  const first = error.issues.find((i) => i.code === "unrecognized_keys" && i.path.length === 0) ?? error.issues[0];
   if (!first) return new ConfigError(root, "invalid configuration");
   const issue = innermost(first);
   if (issue.code === "unrecognized_keys") {
-    return new ConfigError(dottedPath(root, [...issue.path, issue.keys[0] ?? ""]), "unknown parameter");
+    const key = issue.keys[0] ?? "";
+    // The parameters of the class itself; a nested object's keys are not at hand.
+    const suggestion = issue.path.length === 0 ? nearestName(key, Object.keys(schema.shape)) : undefined;
+    const message = suggestion === undefined ? "unknown parameter" : `unknown parameter; did you mean ${suggestion}?`;
+    return new ConfigError(dottedPath(root, [...issue.path, key]), message, { suggestion });
   }
   const got = valueAt(input, issue.path);
   if (issue.code === "invalid_type" && got === undefined) {
@@ -213,7 +253,7 @@ export function defineConfig<const Id extends string, P extends Params, PP exten
         if (!(key in withDefaults) && !(key in params)) withDefaults[key] = given[key];
       }
       const parsed = schema.safeParse(withDefaults);
-      if (!parsed.success) throw toConfigError(root, parsed.error, withDefaults);
+      if (!parsed.success) throw toConfigError(root, parsed.error, withDefaults, schema);
       let result: Record<string, unknown> = { ...parsed.data };
       for (const [key, p] of Object.entries(params)) {
         if (p.spec.kind === "constant") result[key] = p.spec.makeDefault?.();
@@ -244,7 +284,7 @@ export function defineConfig<const Id extends string, P extends Params, PP exten
 function revalidate(root: string, schema: z.ZodObject, values: Record<string, unknown>): Record<string, unknown> {
   const settable = Object.fromEntries(Object.entries(values).filter(([k]) => k in schema.shape));
   const parsed = schema.safeParse(settable);
-  if (!parsed.success) throw toConfigError(root, parsed.error, settable);
+  if (!parsed.success) throw toConfigError(root, parsed.error, settable, schema);
   return { ...values, ...parsed.data };
 }
 

@@ -7,15 +7,17 @@ import { type ConfigOf, configClassOf } from "../config/class.js";
 import { Learner } from "../config/classes/learner.js";
 import { identifierOf } from "../config/identity.js";
 import { ConfigError, XpmTorchError } from "../errors.js";
+import { watchedPlan } from "../learn.js";
 import type { LearnResult, LearnerConfig } from "../learn-types.js";
 import { interruptions } from "../run/interrupts.js";
 import { type Job, defaultWorkspace, jobOf, prepareJobDirectory, storedResult } from "../workspace/job.js";
 import type { FailureReason, JobState } from "../workspace/job-state.js";
 import { paramsIdentifier } from "../workspace/params-json.js";
 import { readJobStatus, unreadableStatus } from "../workspace/status.js";
-import { ExperimentRecords, markWorkspace } from "../workspace/xpm-records.js";
+import { ExperimentRecords } from "../workspace/xpm-records.js";
 import type { Backend } from "./backend.js";
 import { cycleThrough, dependenciesOf } from "./dependencies.js";
+import { jobLabel, launcherText, stateWords, tagsText } from "./describe.js";
 import { ExperimentError, JobFailedError } from "./errors.js";
 import { lastLaunch } from "./job-process.js";
 import { LocalLauncher, SlurmLauncher } from "./launchers.js";
@@ -39,7 +41,10 @@ export interface SubmitOptions {
 }
 
 export interface ExperimentOptions {
-  /** Where jobs go; default `XPM_TORCH_WORKSPACE`, else `./xpm-workspace`. */
+  /**
+   * Where jobs go; default `XPM_TORCH_WORKSPACE`, else the nearest `xpm-workspace` folder in the
+   * current folder or above it, else `./xpm-workspace`.
+   */
   readonly workspace?: string;
   /** Where jobs run unless `submit()` says otherwise; default `LocalLauncher.C({})` (one job at a time). */
   readonly launcher?: LauncherConfig;
@@ -88,13 +93,23 @@ export class ExperimentInterruptedError extends XpmTorchError {
   }
 }
 
+/** A job the plan submitted, with the launcher it was submitted with. */
+interface Submitted {
+  readonly entry: ScheduledJob;
+  readonly handle: JobHandle;
+  readonly launcher: LauncherConfig;
+  readonly launcherKey: string;
+  readonly tags: Record<string, string | number | boolean>;
+}
+
 /** The plan's view of the experiment: it submits jobs. */
 export class Experiment {
-  private readonly byIdentifier = new Map<string, { entry: ScheduledJob; handle: JobHandle; launcherKey: string; tags: Record<string, string | number | boolean> }>();
+  private readonly byIdentifier = new Map<string, Submitted>();
   private readonly backends = new Map<string, Backend>();
   private readonly pending: ScheduledJob[] = [];
   private flushing = false;
   private closed = false;
+  private failedWrite: Error | undefined;
 
   /** @internal */
   constructor(
@@ -102,14 +117,16 @@ export class Experiment {
     readonly workspace: string,
     private readonly defaultLauncher: LauncherConfig,
     private readonly scheduler: Scheduler,
-    private readonly records: ExperimentRecords,
+    /** The run's records, opened when the first job is written. */
+    private readonly records: () => ExperimentRecords,
     private readonly warn: (line: string) => void,
     private readonly makeBackend: BackendFactory,
   ) {}
 
   /**
    * Submits a Learner: returns its handle at once. The same configuration submitted twice is
-   * one job. A job already done is not run again; one in error runs again.
+   * one job. A job already done is not run again; one in error runs again. Nothing is written
+   * into the workspace before the plan's synchronous part is over: a refusal leaves it as it was.
    * @throws ConfigError for a job that uses the outputs of a task not submitted (and not done),
    * a cycle, or a second submission with another launcher.
    */
@@ -120,18 +137,12 @@ export class Experiment {
     const launcherKey = JSON.stringify(launcher);
     const identifier = identifierOf(learner);
     const known = this.byIdentifier.get(identifier);
-    if (known) {
-      if (known.launcherKey !== launcherKey) {
-        throw new ConfigError("submit.launcher", `job ${identifier} was already submitted with another launcher (${known.launcherKey}); a job runs in one place`);
-      }
-      Object.assign(known.tags, options.tags ?? {});
-      return known.handle;
-    }
+    if (known) return this.submittedAgain(learner, known, launcher, launcherKey, options.tags ?? {});
     const job = jobOf(learner, this.workspace);
-    const dependencies = this.dependencyEntries(learner, job);
-    const backend = this.backendOf(launcher, launcherKey);
-    backend.check(learner, `learner (job ${identifier.slice(0, 12)})`).forEach((warning) => this.warn(`xpm-torch ${this.name}: ${warning}`));
     const tags = { ...(options.tags ?? {}) };
+    const dependencies = this.dependencyEntries(learner, job, tags);
+    const backend = this.backendOf(launcher, launcherKey);
+    backend.check(learner, this.jobWords(learner, identifier, tags)).forEach((warning) => this.warn(`xpm-torch ${this.name}: ${warning}`));
     const entry = new ScheduledJob(learner, job, backend, dependencies, tags);
     entry.record = this.recordedProcess(job);
     const handle: JobHandle = {
@@ -147,12 +158,26 @@ export class Experiment {
       result: () => entry.outcome,
       loaders: plannedLoaders(learner, job),
     };
-    this.byIdentifier.set(identifier, { entry, handle, launcherKey, tags });
-    // Seen at once by `xpm-torch jobs` and experimaestro, waiting jobs included.
-    if (!paramsReadBack(job)) prepareJobDirectory(learner, job);
-    this.records.addJob({ identifier, taskId: job.typeId, jobDir: job.dir, tags, dependsOn: dependencies.map((d) => d.job.identifier) });
+    this.byIdentifier.set(identifier, { entry, handle, launcher, launcherKey, tags });
     this.enqueue(entry);
     return handle;
+  }
+
+  /** The same job again: its tags are merged; another launcher is refused. */
+  private submittedAgain(learner: LearnerConfig, known: Submitted, launcher: LauncherConfig, launcherKey: string, tags: Tags): JobHandle {
+    if (known.launcherKey !== launcherKey) {
+      throw new ConfigError(
+        "submit.launcher",
+        `${this.jobWords(learner, known.handle.identifier, { ...known.tags, ...tags })} was already submitted with another launcher, ${launcherText(known.launcher)}; now with ${launcherText(launcher)}: a job runs in one place`,
+      );
+    }
+    Object.assign(known.tags, tags);
+    return known.handle;
+  }
+
+  /** `experiment "sweep": job Learner 3f2a9c1b2d4e [lr=0.001]`, for messages. */
+  private jobWords(config: object, identifier: string, tags: Readonly<Record<string, unknown>> = {}): string {
+    return `experiment ${JSON.stringify(this.name)}: job ${jobLabel(config, identifier, tags)}`;
   }
 
   /**
@@ -167,20 +192,21 @@ export class Experiment {
     return launched;
   }
 
-  private dependencyEntries(learner: LearnerConfig, job: Job): ScheduledJob[] {
+  private dependencyEntries(learner: LearnerConfig, job: Job, tags: Tags): ScheduledJob[] {
+    const self = this.jobWords(learner, job.identifier, tags);
     return dependenciesOf(learner).map((task) => {
-      if (task === learner) throw new ConfigError("submit", `job ${job.identifier} uses its own outputs (a cycle)`);
+      if (task === learner) throw new ConfigError("submit", `${self} uses its own outputs (a cycle)`);
       const known = this.byIdentifier.get(identifierOf(task));
       if (known) return known.entry;
-      if (!Learner.is(task)) throw new ConfigError("submit", `uses an output of a ${configClassOf(task)?.typeId ?? "task"}: only Learners run in experiments`);
+      if (!Learner.is(task)) throw new ConfigError("submit", `${self} uses an output of a ${configClassOf(task)?.typeId ?? "task"}: only Learners run in experiments`);
       const taskJob = jobOf(task, this.workspace);
       // Done by an earlier plan: part of this experiment as it is (it will not run again).
       if (storedResult(taskJob)) return this.entryOf(this.submit(task as LearnerConfig).identifier);
       const cycle = cycleThrough(learner);
-      if (cycle) throw new ConfigError("submit", `a cycle of dependencies: ${cycle.map((t) => identifierOf(t).slice(0, 12)).join(" -> ")}`);
+      if (cycle) throw new ConfigError("submit", `${self} is part of a cycle of dependencies: ${cycle.map((t) => jobLabel(t, identifierOf(t))).join(" -> ")}`);
       throw new ConfigError(
         "submit",
-        `job ${job.identifier} uses the outputs of the Learner ${taskJob.identifier}, which is neither submitted in this experiment nor done in ${this.workspace}: submit it first`,
+        `${self} uses the outputs of the ${jobLabel(task, taskJob.identifier)}, which is neither submitted in this experiment nor done in ${this.workspace}: submit it first`,
       );
     });
   }
@@ -198,7 +224,10 @@ export class Experiment {
     return backend;
   }
 
-  /** Jobs start once the plan's synchronous part is over, so that a refusal comes before any. */
+  /**
+   * Jobs are written into the workspace and start once the plan's synchronous part is over, so
+   * that a refusal comes before any of them, and leaves the workspace as it was.
+   */
   private enqueue(entry: ScheduledJob): void {
     this.pending.push(entry);
     if (this.flushing) return;
@@ -206,8 +235,34 @@ export class Experiment {
     setImmediate(() => {
       this.flushing = false;
       if (this.closed) return;
-      for (const next of this.pending.splice(0)) void this.scheduler.add(next);
+      for (let next = this.pending.shift(); next; next = this.pending.shift()) {
+        if (!this.write(next)) return;
+        void this.scheduler.add(next);
+      }
     });
+  }
+
+  /** Writes a job's folder and its record in this run (seen at once by `xpm-torch jobs` and experimaestro). */
+  private write(entry: ScheduledJob): boolean {
+    const { config, job } = entry;
+    try {
+      if (!paramsReadBack(job)) prepareJobDirectory(config, job);
+      const dependsOn = entry.dependencies.map((d) => d.job.identifier);
+      this.records().addJob({ identifier: job.identifier, taskId: job.typeId, jobDir: job.dir, tags: entry.tags, dependsOn });
+      return true;
+    } catch (error) {
+      // The workspace cannot take the job: nothing more starts, and the experiment says why.
+      this.failedWrite = error instanceof Error ? error : new Error(String(error));
+      entry.fail(this.failedWrite);
+      this.close();
+      this.scheduler.halt();
+      return false;
+    }
+  }
+
+  /** @internal What kept a job from being written into the workspace (a full disk, no permission). */
+  get writeFailure(): Error | undefined {
+    return this.failedWrite;
   }
 
   /** @internal No more jobs; those not yet handed to the scheduler never start. */
@@ -263,7 +318,8 @@ export const launcherBackend: BackendFactory = (launcher) => {
  * ExperimentInterruptedError when stopped, or what the plan itself threw.
  */
 export function experiment(name: string, plan: (xp: Experiment) => Promise<void> | void, options: ExperimentOptions = {}): Promise<ExperimentSummary> {
-  return runExperiment(name, plan, options, launcherBackend);
+  // Recorded, so that `xpm-torch learn plan.ts` takes a module that runs its plan for a script that ran.
+  return watchedPlan(() => runExperiment(name, plan, options, launcherBackend));
 }
 
 /** @internal {@link experiment} with the backends `makeBackend` makes. */
@@ -278,18 +334,49 @@ export async function runExperiment(
   }
   const workspace = options.workspace ?? defaultWorkspace();
   const log = options.log === undefined ? (line: string) => console.error(line) : options.log;
-  markWorkspace(workspace);
-  const records = ExperimentRecords.open(workspace, name);
+  // Opened when the first job is written: a plan refused before that leaves no run behind.
+  let opened: ExperimentRecords | undefined;
+  const records = () => (opened ??= ExperimentRecords.open(workspace, name));
   const scheduler = new Scheduler({
     imports: (options.imports ?? []).map((file) => resolve(file)),
     onState: (entry, state, detail) => {
-      records.jobState(entry.job.identifier, state, state === "error" ? detail.reason : undefined);
-      const tags = Object.entries(entry.tags).map(([k, v]) => `${k}=${v}`).join(" ");
-      log?.(`xpm-torch ${name}: ${entry.job.identifier.slice(0, 12)} ${tags ? `[${tags}] ` : ""}${state}${detail.failure ? `: ${detail.failure.split("\n")[0]}` : ""}`);
+      records().jobState(entry.job.identifier, state, state === "error" ? detail.reason : undefined);
+      const tags = tagsText(entry.tags);
+      log?.(`xpm-torch ${name}: ${entry.job.identifier.slice(0, 12)} ${tags ? `[${tags}] ` : ""}${stateWords(state, detail, entry.record, entry.followed)}`);
       options.onJobState?.(xp.handleOf(entry.job.identifier), state);
     },
   });
   const xp = new Experiment(name, workspace, options.launcher ?? LocalLauncher.C({}), scheduler, records, (line) => (log ?? console.warn)(line), makeBackend);
+  const { interrupted, planFailed, planError } = await runPlan(xp, scheduler, plan, options);
+  const entries = xp.entries;
+  const failures = entries.flatMap((e) => (e.state === "error" ? [e] : []));
+  const succeeded = failures.length === 0 && !interrupted && !planFailed && !xp.writeFailure;
+  // A run that wrote nothing and failed is not recorded; an empty plan that succeeded is.
+  if (opened || succeeded) records().finish(succeeded ? "done" : "failed");
+  if (interrupted) throw new ExperimentInterruptedError(name, entries.filter((e) => e.state !== "done").map((e) => e.job.dir));
+  if (xp.writeFailure) throw xp.writeFailure;
+  if (planFailed) throw planError;
+  if (failures.length > 0) {
+    const errors = await Promise.all(failures.map((f) => f.outcome.then(() => undefined, (e: unknown) => e as JobFailedError)));
+    throw new ExperimentError(name, errors.filter((e): e is JobFailedError => e instanceof JobFailedError));
+  }
+  return {
+    name,
+    runId: records().runId,
+    jobs: entries.map((e) => ({ identifier: e.job.identifier, jobDir: e.job.dir, state: e.state, ...(e.failureReason ? { failureReason: e.failureReason } : {}), tags: { ...e.tags } })),
+  };
+}
+
+/**
+ * Runs the plan, then waits for its jobs: until each has ended, or, once the plan is stopped
+ * (Ctrl-C, its signal) or failed, until those that run have (no job is left behind unseen).
+ */
+async function runPlan(
+  xp: Experiment,
+  scheduler: Scheduler,
+  plan: (xp: Experiment) => Promise<void> | void,
+  options: ExperimentOptions,
+): Promise<{ interrupted: boolean; planFailed: boolean; planError: unknown }> {
   let interrupted = false;
   const stopHandlers = interruptions(
     () => {
@@ -308,7 +395,7 @@ export async function runExperiment(
     } catch (error) {
       planFailed = true;
       planError = error;
-      // Nothing more starts; what runs is waited for, so that no job is left behind unseen.
+      // Nothing more starts (nor is written, when the plan failed in its synchronous part).
       xp.close();
       scheduler.halt();
     }
@@ -318,18 +405,5 @@ export async function runExperiment(
     stopHandlers();
     xp.close();
   }
-  const entries = xp.entries;
-  const failures = entries.flatMap((e) => (e.state === "error" ? [e] : []));
-  records.finish(failures.length === 0 && !interrupted && !planFailed ? "done" : "failed");
-  if (interrupted) throw new ExperimentInterruptedError(name, entries.filter((e) => e.state !== "done").map((e) => e.job.dir));
-  if (planFailed) throw planError;
-  if (failures.length > 0) {
-    const errors = await Promise.all(failures.map((f) => f.outcome.then(() => undefined, (e: unknown) => e as JobFailedError)));
-    throw new ExperimentError(name, errors.filter((e): e is JobFailedError => e instanceof JobFailedError));
-  }
-  return {
-    name,
-    runId: records.runId,
-    jobs: entries.map((e) => ({ identifier: e.job.identifier, jobDir: e.job.dir, state: e.state, ...(e.failureReason ? { failureReason: e.failureReason } : {}), tags: { ...e.tags } })),
-  };
+  return { interrupted, planFailed, planError };
 }

@@ -15,12 +15,24 @@ import { paramsIdentifier } from "../workspace/params-json.js";
 import { claimStands, noteClaimProcess, readLaunchClaim, releaseLaunchClaim, takeLaunchClaim } from "../workspace/launch-claim.js";
 import { noteSchedulerState, settleJobStatus, writeJobStatus } from "../workspace/status.js";
 import type { Backend, ProcessExit, ProcessRecord } from "./backend.js";
+import type { StateHow } from "./describe.js";
 import { JobFailedError } from "./errors.js";
 import { clearFailure, jobCommand, lastLaunch, recordLaunch, recordedFailure, tailOf } from "./job-process.js";
 
 /** What the scheduler reports as jobs move (the experiment's records and log listen). */
 export interface StateListener {
-  (entry: ScheduledJob, state: JobState, detail: { failure?: string; reason?: FailureReason }): void;
+  (entry: ScheduledJob, state: JobState, detail: MoveDetail): void;
+}
+
+/**
+ * What goes with a move: why a job is in error, and how it got where it is when this plan did not
+ * run it: `cached` (done before, its stored result taken), `followed` (a process an earlier run of
+ * the plan, another plan or a learn() call started).
+ */
+export interface MoveDetail {
+  readonly failure?: string;
+  readonly reason?: FailureReason;
+  readonly how?: StateHow;
 }
 
 /** How often the lock of a job run by some other process is looked at. */
@@ -31,6 +43,8 @@ export class ScheduledJob {
   state: JobState = "unscheduled";
   failureReason: FailureReason | undefined;
   record: ProcessRecord | undefined;
+  /** Whether its process is one this plan follows but did not start. */
+  followed = false;
   failure: string | undefined;
   readonly outcome: Promise<LearnResult>;
   private settle!: { resolve: (r: LearnResult) => void; reject: (e: Error) => void };
@@ -154,7 +168,7 @@ export class Scheduler {
   }
 
   /** Moves a job along TRANSITIONS, writes the scheduler's side of its status, and tells the listener. */
-  private move(entry: ScheduledJob, state: JobState, detail: { failure?: string; reason?: FailureReason } = {}): void {
+  private move(entry: ScheduledJob, state: JobState, detail: MoveDetail = {}): void {
     checkTransition(entry.state, state, `${entry.job.typeId}/${entry.job.identifier}`);
     entry.state = state;
     entry.failureReason = state === "error" ? (detail.reason ?? "failed") : undefined;
@@ -252,6 +266,7 @@ export class Scheduler {
   private async launch(entry: ScheduledJob): Promise<void> {
     const afterOk = entry.dependencies.flatMap((d) => (d.state !== "done" && d.record?.type === "slurm" ? [d.record.id] : []));
     // Scheduled at once: no second launch of this job while this one awaits its launcher.
+    entry.followed = false;
     this.move(entry, "scheduled");
     let record: ProcessRecord;
     try {
@@ -277,7 +292,8 @@ export class Scheduler {
     entry.record = record;
     // A job this plan launched is scheduled already; one it follows is so from now on.
     if (entry.state !== "scheduled") {
-      this.move(entry, "scheduled");
+      entry.followed = true;
+      this.move(entry, "scheduled", { how: "followed" });
       noteSchedulerState(entry.target, "scheduled", record);
     }
     this.pump();
@@ -354,7 +370,10 @@ export class Scheduler {
 
   /** Waits while another process (a learn() call, another plan) holds the job. */
   private async waitForLock(entry: ScheduledJob): Promise<void> {
-    if (entry.state !== "running") this.move(entry, "running");
+    if (entry.state !== "running") {
+      entry.followed = true;
+      this.move(entry, "running", { how: "followed" });
+    }
     while (!this.stopping && liveLockHolder(entry.job.lockFile)) await new Promise((wake) => setTimeout(wake, LOCK_POLL_MS));
     if (this.stopping) return;
     this.settleFromFiles(entry, { code: null, how: "run by another process" });
@@ -378,7 +397,7 @@ export class Scheduler {
 
   private finishDone(entry: ScheduledJob, result: StoredResult, cached: boolean, exit?: ProcessExit): void {
     settleJobStatus(entry.target, { state: "done", exitCode: exit?.code ?? null });
-    this.move(entry, "done");
+    this.move(entry, "done", cached ? { how: "cached" } : {});
     entry.succeed(result, cached);
     this.pump();
   }

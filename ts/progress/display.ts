@@ -1,5 +1,7 @@
 import type { EpochReport, RunStart, StepProgress, ValidationProgress } from "./events.js";
 import { formatDuration, formatLoss, formatRate } from "./format.js";
+import { newWeightsLine } from "../model.js";
+import { type CapturableStream, type Interception, interceptLines } from "./intercept.js";
 import { ProgressState, type ProgressSnapshot, type RunShape } from "./state.js";
 
 /** Where progress goes: a writable stream, possibly a terminal. */
@@ -16,6 +18,13 @@ export interface ProgressDisplayOptions {
   readonly intervalMs?: number;
   /** Prints each epoch's loss, metrics and timings when it ends (default true). */
   readonly epochLines?: boolean;
+  /**
+   * Streams whose writes, while the bar is shown, go above it: each whole line once its newline
+   * is written, the bar drawn again below (default none; `learn()` gives `process.stdout` and
+   * `process.stderr`). Their own `write` comes back when the display finishes. Those that are
+   * no terminal, other than `stream`, are left alone.
+   */
+  readonly capture?: readonly CapturableStream[];
   /** Milliseconds clock, for tests. */
   readonly now?: () => number;
 }
@@ -33,7 +42,7 @@ export interface ProgressDisplay {
   finish(): void;
 }
 
-/** `step 40/100`, or `validating dev 12/40 batches` while the listeners run. */
+/** `step 40/100`, or `validating dev 1200/4000 queries` while the listeners run. */
 function phase(s: ProgressSnapshot): string {
   const v = s.validation;
   if (!v) return `step ${s.stepInEpoch}/${s.stepsPerEpoch}`;
@@ -94,58 +103,80 @@ export function resumeLine(start: RunStart, shape: RunShape): string | undefined
   return `resumed at step ${start.step} (${where}) from checkpoint ${start.resumedFrom}`;
 }
 
-/** Shows training progress on `stream` as a bar or as periodic lines. */
-export function createProgressDisplay(stream: ProgressStream, shape: RunShape, options: ProgressDisplayOptions = {}): ProgressDisplay {
-  const now = options.now ?? (() => performance.now());
-  const state = new ProgressState(shape, now);
-  const mode = options.mode ?? (stream.isTTY ? "bar" : "lines");
-  const epochLines = options.epochLines ?? true;
-  const startLine = (start: RunStart): string | undefined => {
-    state.start(start);
-    const line = resumeLine(start, shape);
-    return line && `xpm-torch: ${line}`;
+/**
+ * `weights not in the model's files, newly drawn from the run's seed: classifier.weight, …`, or
+ * undefined when the model drew nothing of the kind (or the run resumes).
+ */
+export function newWeightsStartLine(start: RunStart): string | undefined {
+  return start.newWeights.length > 0 ? newWeightsLine(start.newWeights, "the run's seed") : undefined;
+}
+
+/** What both kinds of display do at a run's start and at an epoch's end. */
+interface Lines {
+  readonly state: ProgressState;
+  /** The start line to print, if any. */
+  startLine(start: RunStart): string | undefined;
+  /** The epoch line to print, if any. */
+  endLine(report: EpochReport): string | undefined;
+}
+
+/** The bar, redrawn in place; writes to `capture` go above it, whole lines only. */
+function barDisplay(stream: ProgressStream, lines: Lines, capture: readonly CapturableStream[]): ProgressDisplay {
+  const { state } = lines;
+  let drawn = false;
+  let interception: Interception | undefined;
+  const write = (text: string): void => {
+    if (interception) interception.raw(stream, text);
+    else stream.write(text);
   };
-  const endLine = (report: EpochReport): string | undefined => {
-    state.epoch(report);
-    return epochLines ? `xpm-torch: ${epochLine(report, shape.maxEpochs)}` : undefined;
+  const draw = (): void => {
+    const s = state.snapshot();
+    if (!s) return;
+    // From the first time the bar shows: what others write goes above it.
+    if (!interception && capture.length > 0) {
+      interception = interceptLines(capture, (target, text) => {
+        clear();
+        interception?.raw(target, text);
+        draw();
+      });
+    }
+    write(`\r\x1b[2K${barLine(s, stream.columns || 100)}`);
+    drawn = true;
   };
-  if (mode === "bar") {
-    let drawn = false;
-    const draw = (): void => {
-      const s = state.snapshot();
-      if (!s) return;
-      stream.write(`\r\x1b[2K${barLine(s, stream.columns ?? 100)}`);
-      drawn = true;
-    };
-    const clear = (): void => {
-      if (drawn) stream.write("\r\x1b[2K");
-    };
-    const log = (line: string): void => {
-      clear();
-      stream.write(`${line}\n`);
-      if (drawn) draw();
-    };
-    return {
-      start: (start) => {
-        const line = startLine(start);
-        if (line) log(line);
-        draw();
-      },
-      step: (p) => (state.step(p), draw()),
-      validation: (v) => (state.validation(v), draw()),
-      epoch: (e) => {
-        const line = endLine(e);
-        if (line) log(line);
-        draw();
-      },
-      log,
-      finish: () => {
-        if (drawn) stream.write("\n");
-        drawn = false;
-      },
-    };
-  }
-  const interval = options.intervalMs ?? 10_000;
+  const clear = (): void => {
+    if (drawn) write("\r\x1b[2K");
+  };
+  const log = (line: string): void => {
+    clear();
+    write(`${line}\n`);
+    if (drawn) draw();
+  };
+  return {
+    start: (start) => {
+      const line = lines.startLine(start);
+      if (line) log(line);
+      draw();
+    },
+    step: (p) => (state.step(p), draw()),
+    validation: (v) => (state.validation(v), draw()),
+    epoch: (e) => {
+      const line = lines.endLine(e);
+      if (line) log(line);
+      draw();
+    },
+    log,
+    finish: () => {
+      if (drawn) write("\n");
+      drawn = false;
+      interception?.restore();
+      interception = undefined;
+    },
+  };
+}
+
+/** A plain line now and then (at most every `interval` ms), and a last one. */
+function linesDisplay(stream: ProgressStream, lines: Lines, interval: number, now: () => number): ProgressDisplay {
+  const { state } = lines;
   let lastLine = Number.NEGATIVE_INFINITY;
   let printedFinal = false;
   const maybeLine = (force = false): void => {
@@ -158,14 +189,14 @@ export function createProgressDisplay(stream: ProgressStream, shape: RunShape, o
   };
   return {
     start: (start) => {
-      const line = startLine(start);
+      const line = lines.startLine(start);
       if (line) stream.write(`${line}\n`);
     },
     step: (p) => (state.step(p), maybeLine()),
     // A log says when each validation starts, then how it goes every interval.
     validation: (v) => (state.validation(v), maybeLine(v.done === 0)),
     epoch: (e) => {
-      const line = endLine(e);
+      const line = lines.endLine(e);
       if (line) stream.write(`${line}\n`);
     },
     log: (line) => stream.write(`${line}\n`),
@@ -176,4 +207,28 @@ export function createProgressDisplay(stream: ProgressStream, shape: RunShape, o
       stream.write(`xpm-torch: ${progressLine(s)}, ${formatDuration(s.elapsedSeconds)} elapsed\n`);
     },
   };
+}
+
+/** Shows training progress on `stream` as a bar or as periodic lines. */
+export function createProgressDisplay(stream: ProgressStream, shape: RunShape, options: ProgressDisplayOptions = {}): ProgressDisplay {
+  const now = options.now ?? (() => performance.now());
+  const state = new ProgressState(shape, now);
+  const mode = options.mode ?? (stream.isTTY ? "bar" : "lines");
+  const epochLines = options.epochLines ?? true;
+  const lines: Lines = {
+    state,
+    startLine: (start) => {
+      state.start(start);
+      const line = resumeLine(start, shape) ?? newWeightsStartLine(start);
+      return line && `xpm-torch: ${line}`;
+    },
+    endLine: (report) => {
+      state.epoch(report);
+      return epochLines ? `xpm-torch: ${epochLine(report, shape.maxEpochs)}` : undefined;
+    },
+  };
+  if (mode === "lines") return linesDisplay(stream, lines, options.intervalMs ?? 10_000, now);
+  // Streams that are no terminal do not show the bar: what is written there stays as it comes.
+  const capture = (options.capture ?? []).filter((s) => s.isTTY || s === stream);
+  return barDisplay(stream, lines, capture);
 }

@@ -36,6 +36,12 @@ export interface RunStart {
   readonly listenerIntervals: readonly number[];
   /** The checkpoint directory the run resumes from. */
   readonly resumedFrom: string | null;
+  /**
+   * The model's parameters drawn new from the run's seed rather than read from its pretrained
+   * files: a CrossEncoder over an encoder saved without a one-label classification head draws
+   * its head (`classifier.weight`, `classifier.bias`). Empty when resuming.
+   */
+  readonly newWeights: readonly string[];
 }
 
 /** A listener validating at the end of an epoch. */
@@ -48,7 +54,11 @@ export interface ValidationProgress {
   readonly done: number;
   /** Units to score; 0 while unknown (a TypeScript listener). */
   readonly total: number;
-  /** What `done` counts (`batches`); empty while unknown. */
+  /**
+   * What `done` counts, units that move within one large batch: `queries` (a ranking
+   * validation on features), `pairs` (query-document pairs re-ranked, or preference pairs of a
+   * validation loss); empty while unknown.
+   */
   readonly unit: string;
 }
 

@@ -6,7 +6,7 @@ export interface ValidationSnapshot {
   readonly done: number;
   /** 0 while unknown (a TypeScript listener). */
   readonly total: number;
-  /** What `done` counts (`batches`), empty while unknown. */
+  /** What `done` counts (`queries`, `pairs`), empty while unknown. */
   readonly unit: string;
 }
 
@@ -119,7 +119,9 @@ export class ProgressState {
 
   /** Seconds of validation left, or undefined when validations are to come and none is timed. */
   private validationEta(t: number): number | undefined {
-    const timed = this.validationSeconds;
+    // The first validation of a run pays for warming up (allocations, kernels chosen): once
+    // another is timed, the ones to come are taken to last as those after it.
+    const timed = this.validationSeconds.length > 1 ? this.validationSeconds.slice(1) : this.validationSeconds;
     let mean = timed.length > 0 ? timed.reduce((a, b) => a + b, 0) / timed.length : undefined;
     let current = 0;
     const v = this.validating;

@@ -8,6 +8,7 @@ import { failureReasonOfCode } from "../workspace/job-state.js";
 import { writeJobStatus } from "../workspace/status.js";
 import { LAUNCHED_ENV, type RankInfo, launchWorkers } from "./distributed.js";
 import { withJobProgress } from "./job-progress.js";
+import { listenerResults } from "./listener-results.js";
 import { loadersOf } from "./outputs.js";
 import { type StoredResult, train } from "./train.js";
 
@@ -32,9 +33,9 @@ function recordState(job: Job, state: "running" | "done" | "error", error?: unkn
 
 /** Finishes a result for the caller. */
 export function completed(config: LearnerConfig, job: Job, result: StoredResult, cached: boolean): LearnResult {
-  // Results stored before runs recorded their Hub models have no `pretrained`.
-  const pretrained = (result as Partial<StoredResult>).pretrained ?? [];
-  return { ...result, pretrained, jobDir: job.dir, identifier: job.identifier, cached, loaders: loadersOf(config, result) };
+  // Results stored by earlier versions have no `pretrained` nor `dropped_training_state`.
+  const { pretrained = [], dropped_training_state = null } = result as Partial<StoredResult>;
+  return { ...result, ...listenerResults(config, result.listeners), pretrained, dropped_training_state, jobDir: job.dir, identifier: job.identifier, cached, loaders: loadersOf(config, result) };
 }
 
 /** The job as one process owns it: lock, params.json, training, done or failed marker. */

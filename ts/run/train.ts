@@ -11,7 +11,10 @@ import { interruptions } from "./interrupts.js";
 import { resolvePretrained } from "./pretrained.js";
 
 /** What a run stores in its job directory and returns. */
-export type StoredResult = Omit<LearnResult, "jobDir" | "identifier" | "cached" | "loaders">;
+export type StoredResult = Omit<LearnResult, "jobDir" | "identifier" | "cached" | "loaders" | "listeners" | "outputs"> & {
+  /** Every listener's output by id, validation listeners' bests and TypeScript listeners' outputs alike. */
+  readonly listeners: Readonly<Record<string, unknown>>;
+};
 
 /**
  * The JSON `learn()` hands the core, with the generated paths (`runs`, `checkpoints`, `out/...`)
@@ -29,14 +32,18 @@ export function coreConfigJson(config: LearnerConfig): string {
   return JSON.stringify(wire);
 }
 
+/** The display on stderr: what the run's callbacks print to stdout or stderr goes above its bar. */
+function defaultDisplay(config: LearnerConfig, options: LearnOptions) {
+  const shape = { maxEpochs: config.max_epochs, stepsPerEpoch: config.steps_per_epoch };
+  return createProgressDisplay(process.stderr, shape, { epochLines: options.epochLines, capture: [process.stdout, process.stderr] });
+}
+
 /** One run of the core in this process, with its JavaScript side. */
 export async function train(config: LearnerConfig, job: Job, options: LearnOptions): Promise<StoredResult> {
   const { binding } = loadNative();
   const pretrained = await resolvePretrained(config, job, options.quiet === true);
   const side = emptySide(config.random.seed);
-  const display = options.quiet
-    ? undefined
-    : (options.progress ?? createProgressDisplay(process.stderr, { maxEpochs: config.max_epochs, stepsPerEpoch: config.steps_per_epoch }));
+  const display = options.quiet ? undefined : (options.progress ?? defaultDisplay(config, options));
   const wire = learnerWireOf(config, job.paths, side);
   const callbacks: RunCallbacks = {
     onEpoch: (report) => {

@@ -1,4 +1,4 @@
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync, writeSync } from "node:fs";
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from "node:fs";
 import { hostname } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 
@@ -22,9 +22,30 @@ export class JobFileError extends XpmTorchError {
   }
 }
 
-/** The default workspace: `XPM_TORCH_WORKSPACE`, else `./xpm-workspace`. */
-export function defaultWorkspace(env: NodeJS.ProcessEnv = process.env): string {
-  return resolve(env.XPM_TORCH_WORKSPACE || "xpm-workspace");
+/** The name of a workspace folder found from the current folder upward. */
+const WORKSPACE_FOLDER = "xpm-workspace";
+
+/**
+ * The default workspace: `XPM_TORCH_WORKSPACE`; else the nearest `xpm-workspace` folder in the
+ * current folder or a folder above it (as git finds `.git`), so that a command run from a
+ * subfolder of a project uses the project's; else `./xpm-workspace`, created when first used.
+ */
+export function defaultWorkspace(env: NodeJS.ProcessEnv = process.env, cwd: string = process.cwd()): string {
+  if (env.XPM_TORCH_WORKSPACE) return resolve(cwd, env.XPM_TORCH_WORKSPACE);
+  const start = resolve(cwd);
+  for (let dir = start; ; dir = dirname(dir)) {
+    const candidate = join(dir, WORKSPACE_FOLDER);
+    if (isDirectory(candidate)) return candidate;
+    if (dirname(dir) === dir) return join(start, WORKSPACE_FOLDER);
+  }
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
 }
 
 /** Every file of a job directory, named in this one place (identifiers.md §11, experimaestro's names). */

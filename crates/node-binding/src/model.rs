@@ -117,7 +117,8 @@ impl NativeModel {
     /// Builds the model of `config_json` drawing what it draws from `seed` (as a Learner with
     /// that seed), loads `weights` (none when empty), places it on `device` (`cpu`, `cuda`,
     /// `cuda:<n>` or `auto`; default `cpu`) and scores with `num_threads` intra-op threads
-    /// (default: the process's); returns the outcome JSON.
+    /// (default: the process's); returns the outcome JSON, whose output names the parameters
+    /// drawn new rather than read from its files (`{ newWeights }`).
     #[napi]
     pub fn open(
         &mut self,
@@ -142,8 +143,9 @@ impl NativeModel {
             TrainedModel::open_with(&config_json, options)
         });
         outcome::to_json(opened.map(|m| {
+            let output = json!({ "newWeights": m.new_weights() });
             self.model = Some(Arc::new(Mutex::new(m)));
-            serde_json::Value::Null
+            output
         }))
     }
 

@@ -40,6 +40,9 @@ export const Learner = defineConfig(
     checkpoint_keep: meta(int((s) => s.min(1)))
       .default(1)
       .help("The newest epoch checkpoints kept besides each listener's best epoch (1: the last, which resume needs)"),
+    keep_training_state: meta(bool())
+      .default(false)
+      .help("Keeps the kept epoch checkpoints' training state (optimizer moments, sampler positions, random generators) once the run is done; by default a done run keeps only their models, since only resuming needs the rest"),
     validate_at_start: meta(bool())
       .default(false)
       .help("Runs the validation listeners once before the first step (epoch 0): where the run starts, in the result's start_metrics and at step 0 in TensorBoard (no best, no stop vote)"),

@@ -21,7 +21,7 @@ pub(crate) fn demo_config_json() -> String {
             "filter":{{"__xpmtype__":"xpm_torch.optim.ParameterFilter"}}}}],
         "listeners":[{{"__xpmtype__":"xpm_torch.listeners.RankingValidationListener","id":"heldout","dataset":{heldout},
             "metrics":{{"pairwise_accuracy":true,"ndcg@5":false}},"warmup":-1,"validation_interval":1,"early_stop":0}}],
-        "checkpoint_interval":1,"checkpoint_keep":1,"validate_at_start":false,"step_losses":false,"logpath":"/tmp/job/runs","checkpointspath":"/tmp/job/checkpoints","hooks":[],
+        "checkpoint_interval":1,"checkpoint_keep":1,"keep_training_state":false,"validate_at_start":false,"step_losses":false,"logpath":"/tmp/job/runs","checkpointspath":"/tmp/job/checkpoints","hooks":[],
         "fabric_config":{{"__xpmtype__":"xpm_torch.configuration.FabricConfiguration","precision":"32-true",
             "num_nodes":1,"devices":"auto","strategy":"auto","accelerator":"auto"}}}}"#,
         train = dataset(1, 60),

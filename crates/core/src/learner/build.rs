@@ -25,8 +25,8 @@ use crate::config::{
 use crate::data::{
     js_dataset, load_triplets, read_letor, read_text_pairs, read_text_triplets, synthetic_ltr,
     BatchSource, BatchwiseSampler, IdTriplets, JsData, JsSampler, LtrDataset, PairwiseSampler,
-    PointwiseSampler, RecordKind, Reranking, Sampler, ScoreInput, Shard, SlateSampler, Staging,
-    TextEncoding, TextPairSampler, TextTripletSampler, TokenTripletSampler,
+    PointwiseSampler, RecordKind, Reranking, Sampler, Shard, SlateSampler, Staging, TextEncoding,
+    TextPairSampler, TextTripletSampler, TokenTripletSampler,
 };
 use crate::losses::batchwise::{
     CrossEntropyLoss as BatchwiseCrossEntropyLoss, SoftmaxCrossEntropy,
@@ -54,6 +54,8 @@ pub(crate) struct Run {
     pub scaler: Option<LossScaler>,
     /// The libtorch generators dropout draws from, seeded from `random` and this rank.
     pub random: Rc<RunGenerators>,
+    /// The model's new weights (see [`Model::new_weights`]) that no initialisation task loaded.
+    pub new_weights: Vec<String>,
 }
 
 /// A configuration this core can read but not run yet.
@@ -506,7 +508,7 @@ fn ranking_listener(
             let features =
                 features.ok_or_else(|| Error::config(&data_path, "holds no features"))?;
             let data = dataset(&features, sources.js, &data_path)?;
-            let input = RankingInput::Features(ScoreInput::Features(data.features_tensor()?));
+            let input = RankingInput::Features(data.features_tensor()?);
             (data, input)
         }
     };
@@ -638,6 +640,31 @@ pub(crate) fn js_hooks(config: &LearnerConfig) -> Result<Vec<JsHook>> {
         .collect()
 }
 
+/// Loads the weights of the initialisation tasks into `model`; returns the model's new weights
+/// (see [`Model::new_weights`]) that none of them loaded.
+///
+/// # Errors
+/// As [`models::load_from_loader`].
+fn run_init_tasks(config: &LearnerConfig, model: &dyn Model) -> Result<Vec<String>> {
+    let mut loaded = Vec::new();
+    for (i, loader) in config.init_tasks.iter().flatten().enumerate() {
+        loaded.push(models::load_from_loader(
+            model,
+            &config.model,
+            loader,
+            &format!("learner.__init_tasks__[{i}]"),
+        )?);
+    }
+    let new_weights = model.new_weights().into_iter();
+    Ok(new_weights
+        .filter(|name| {
+            !loaded
+                .iter()
+                .any(|prefix| name.starts_with(prefix.as_str()))
+        })
+        .collect())
+}
+
 /// Builds the run of the process sampling `shard` of the training data (`Shard::WHOLE` alone).
 pub(crate) fn build(
     config: &LearnerConfig,
@@ -660,14 +687,7 @@ pub(crate) fn build(
         "learner.model",
     )?;
     // Before sharing and freezing, as Python runs init tasks before the Learner.
-    for (i, loader) in config.init_tasks.iter().flatten().enumerate() {
-        models::load_from_loader(
-            model.as_ref(),
-            &config.model,
-            loader,
-            &format!("learner.__init_tasks__[{i}]"),
-        )?;
-    }
+    let new_weights = run_init_tasks(config, model.as_ref())?;
 
     let mut hooks = Vec::new();
     structural_hooks(&config.trainer, "learner.trainer", &mut hooks);
@@ -714,5 +734,6 @@ pub(crate) fn build(
         lr_metrics,
         scaler: runtime.loss_scaler()?,
         random,
+        new_weights,
     })
 }

@@ -4,6 +4,8 @@ pub(crate) mod build;
 mod checkpoint;
 mod context;
 mod distributed;
+#[cfg(test)]
+mod done_tests;
 mod hooks;
 #[cfg(test)]
 mod init_tests;

@@ -58,6 +58,9 @@ pub struct RunStart {
     pub listener_intervals: Vec<u64>,
     /// The checkpoint directory the run resumes from.
     pub resumed_from: Option<String>,
+    /// The model's parameters drawn new rather than read from its pretrained files (a
+    /// cross-encoder's head; see [`crate::models::Model::new_weights`]); empty when resuming.
+    pub new_weights: Vec<String>,
 }
 
 /// A listener validating at the end of an epoch: `done` of `total` units scored (`total` is 0
@@ -73,7 +76,8 @@ pub struct ValidationProgress<'a> {
     pub done: u64,
     /// Units to score (0 while unknown).
     pub total: u64,
-    /// What `done` counts: `batches`, or empty while unknown.
+    /// What `done` counts: `queries` (a ranking validation on features), `pairs` (query-document
+    /// pairs re-ranked, preference pairs of a validation loss), or empty while unknown.
     pub unit: &'static str,
 }
 

@@ -1,5 +1,5 @@
 //! [`LearnOutput`]: what a finished run returns (epoch reports, listeners' results, model
-//! weights, checkpoints, why it stopped, warnings).
+//! weights, checkpoints, why it stopped, what it dropped from them, warnings).
 
 use std::collections::BTreeMap;
 
@@ -27,6 +27,19 @@ pub struct LearnOutput {
     /// The validation listeners' metrics before the first step, when the Learner's
     /// `validate_at_start` asks.
     pub start_metrics: Option<BTreeMap<String, f64>>,
+    /// The training state this run dropped from the kept epoch checkpoints once it was done
+    /// (none with the Learner's `keep_training_state`, or when it dropped nothing).
+    pub dropped_training_state: Option<DroppedTrainingState>,
+}
+
+/// What a done run dropped from its epoch checkpoints: what only resuming needs (optimizer
+/// moments, sampler positions, random generators), their models kept.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DroppedTrainingState {
+    /// The epochs of the checkpoints it was dropped from.
+    pub epochs: Vec<u64>,
+    /// The bytes of the files deleted.
+    pub bytes: u64,
 }
 
 #[cfg(test)]

@@ -11,8 +11,8 @@ use tch::{Kind, Tensor};
 
 use super::build::{build, js_hooks, JsHook, Run};
 use super::checkpoint::{
-    checkpoint_dirs, checkpoint_epoch, load_checkpoint, recorded_step, save_checkpoint, tidy,
-    CheckpointPolicy, Progress, RankState, INTERRUPTED,
+    checkpoint_dirs, checkpoint_epoch, drop_training_state, load_checkpoint, recorded_step,
+    save_checkpoint, tidy, CheckpointPolicy, Progress, RankState, INTERRUPTED,
 };
 use super::distributed::Distributed;
 use super::listeners::{ListenerStatus, ListenerView};
@@ -39,8 +39,8 @@ use crate::{Error, Result};
 /// [`resume`] (build, restore) and [`Training::start`] (tidy the checkpoints, share the
 /// weights, the trainer's context), the memory probes, then [`Training::epochs`], each epoch
 /// [`Training::train_epoch`] (steps; an interruption checkpoints) and [`Training::end_epoch`]
-/// (metrics, validation, the stop vote, the checkpoint [`CheckpointPolicy`] asks for), and
-/// [`Training::finish`].
+/// (metrics, validation, the stop vote, the checkpoint [`CheckpointPolicy`] asks for), then,
+/// the run done, [`Training::drop_training_state`] and [`Training::finish`].
 ///
 /// # Errors
 /// Configuration problems found while building, libtorch errors, non-finite losses or
@@ -74,6 +74,7 @@ pub fn learn(
         training.validate_start()?;
     }
     training.epochs(at, cancel)?;
+    training.drop_training_state()?;
     Ok(training.finish())
 }
 
@@ -172,13 +173,14 @@ fn resume(
     let Some(root) = config.checkpointspath.as_deref().map(Path::new) else {
         return Ok(resumed);
     };
+    let policy = CheckpointPolicy::of(config);
     let mut candidates: Vec<(u64, PathBuf)> = checkpoint_dirs(root)
         .into_iter()
         .map(|d| (recorded_step(&d), d))
         .collect();
     candidates.sort_by(|a, b| b.cmp(a));
     for (_, dir) in candidates {
-        match load_checkpoint(&mut resumed.run, &dir, shard.rank) {
+        match load_checkpoint(&mut resumed.run, &dir, shard.rank, &policy) {
             Ok(progress) => {
                 resumed.progress = progress;
                 resumed.from = Some(dir);
@@ -284,6 +286,7 @@ impl<'a> Training<'a> {
             resumed_from: from.map(|d| d.display().to_string()),
             warnings: Vec::new(),
             start_metrics: progress.start_metrics,
+            dropped_training_state: None,
         };
         // The run's CPU tensors from here on are reused step after step (see HeapTrimmer).
         install_cpu_tensor_cache()?;
@@ -326,6 +329,11 @@ impl<'a> Training<'a> {
             total_steps: self.config.max_epochs * self.config.steps_per_epoch,
             listener_intervals: self.run.listeners.iter().map(|l| l.interval()).collect(),
             resumed_from: self.output.resumed_from.clone(),
+            // A resumed run's model comes from its checkpoint.
+            new_weights: match self.output.resumed_from {
+                None => self.run.new_weights.clone(),
+                Some(_) => Vec::new(),
+            },
         };
         self.observer.on_start(&start)
     }
@@ -597,6 +605,20 @@ impl<'a> Training<'a> {
         let published = checkpoint_epoch(&self.run, at, &ranks, root, &bests, &self.policy)?;
         self.output.learned_model = Some(published.learned_model);
         self.output.checkpoints = published.checkpoints;
+        Ok(())
+    }
+
+    /// Once the run is done (its last epoch trained, or stopped early): drops the training state
+    /// of the kept epoch checkpoints, which only resuming needs (rank 0, unless the Learner's
+    /// `keep_training_state`), and records what went in the output.
+    fn drop_training_state(&mut self) -> Result<()> {
+        let Some(root) = self.root.as_deref().filter(|_| self.dist.is_writer()) else {
+            return Ok(());
+        };
+        let kept: Vec<u64> = self.output.checkpoints.keys().copied().collect();
+        let dropped = drop_training_state(root, &kept, &self.policy)?;
+        warn(self.observer, &mut self.warnings, dropped.warnings);
+        self.output.dropped_training_state = dropped.state;
         Ok(())
     }
 
@@ -881,8 +903,9 @@ pub(super) mod tests {
         let whole = run_demo(&demo_config_json());
         let dir = scratch_dir();
         let mut config = config_in(&dir);
-        // Every epoch's checkpoint, for an older one to resume from.
+        // Every epoch's checkpoint, whole, for an older one to resume from.
         config.checkpoint_keep = config.max_epochs;
+        config.keep_training_state = true;
         learn(&config, &mut NoObserver, &AtomicBool::new(false)).unwrap();
         // Damage the newest checkpoint and forget the two after the first epoch.
         let root = dir.join("checkpoints");
@@ -938,7 +961,11 @@ pub(super) mod tests {
 
     #[test]
     fn sixty_four_true_trains_and_saves_in_float64() {
-        let out = run_demo(&demo_in("64-true"));
+        let json = demo_in("64-true").replace(
+            "\"keep_training_state\":false",
+            "\"keep_training_state\":true",
+        );
+        let out = run_demo(&json);
         let saved = Tensor::read_safetensors(out.learned_model.as_ref().unwrap()).unwrap();
         assert!(!saved.is_empty());
         assert!(saved.iter().all(|(_, t)| t.kind() == Kind::Double));
@@ -1043,14 +1070,15 @@ pub(super) mod tests {
         save_checkpoint(&run, &at, &[RankState::of(&run).unwrap()], &target).unwrap();
         let (_, mut fresh) = run_with_scaler(&dir);
         assert_ne!(fresh.scaler.as_ref().unwrap().state().unwrap(), state);
-        load_checkpoint(&mut fresh, &target, 0).unwrap();
+        let policy = CheckpointPolicy::of(&config);
+        load_checkpoint(&mut fresh, &target, 0, &policy).unwrap();
         assert_eq!(fresh.scaler.as_ref().unwrap().state().unwrap(), state);
         // A checkpoint without scaler state does not fit a run that needs one.
         let (runtime, _) = Runtime::from_config(&config.fabric_config).unwrap();
         let plain = build(&config, &runtime, Shard::WHOLE, &None).unwrap();
         let other = dir.join("checkpoints").join("epoch-00000002");
         save_checkpoint(&plain, &at, &[RankState::of(&plain).unwrap()], &other).unwrap();
-        let err = load_checkpoint(&mut fresh, &other, 0).unwrap_err();
+        let err = load_checkpoint(&mut fresh, &other, 0, &policy).unwrap_err();
         assert!(err.to_string().contains("no loss scaler state"), "{err}");
     }
 

@@ -57,6 +57,14 @@ pub trait Model: Send {
     /// Switches between training and evaluation behaviour (dropout, ...).
     fn set_training(&mut self, _training: bool) {}
 
+    /// The parameters its pretrained files lacked, drawn new when it was built (a
+    /// cross-encoder's head over an encoder saved without one), as transformers reports the
+    /// weights it "newly initialized": its scores mean nothing until they are trained. Empty
+    /// for a model without pretrained files, which draws all its parameters.
+    fn new_weights(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     /// One vector per encoded text (`query`: by the query encoder), for models that embed
     /// texts apart (bi-encoders).
     ///

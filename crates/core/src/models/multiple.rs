@@ -118,4 +118,16 @@ impl Model for MultipleModel {
             model.set_training(training);
         }
     }
+
+    fn new_weights(&self) -> Vec<String> {
+        self.entries
+            .iter()
+            .flat_map(|(entry, model)| {
+                model
+                    .new_weights()
+                    .into_iter()
+                    .map(move |name| format!("{entry}.{name}"))
+            })
+            .collect()
+    }
 }

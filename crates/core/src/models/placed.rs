@@ -75,6 +75,10 @@ impl Model for PlacedModel {
     fn set_training(&mut self, training: bool) {
         self.inner.set_training(training);
     }
+
+    fn new_weights(&self) -> Vec<String> {
+        self.inner.new_weights()
+    }
 }
 
 #[cfg(test)]

@@ -68,6 +68,10 @@ impl Model for SigmoidOutput {
         self.model.set_training(training);
     }
 
+    fn new_weights(&self) -> Vec<String> {
+        self.model.new_weights()
+    }
+
     fn embed(&self, texts: &EncodedRows, query: bool) -> Result<Tensor> {
         self.model.embed(texts, query)
     }

@@ -23,6 +23,8 @@ pub struct TrainedModel {
     config: AnyModule,
     /// Intra-op threads of its scoring (per thread in libtorch: set on the thread that scores).
     threads: Option<i32>,
+    /// What it drew rather than loaded (see [`Model::new_weights`]).
+    new_weights: Vec<String>,
 }
 
 /// Restores the calling thread's intra-op thread count when dropped.
@@ -129,9 +131,14 @@ impl TrainedModel {
         install_cpu_tensor_cache()?;
         let config = crate::config::parse_model(config_json)?;
         let mut model = build(&config, &mut Rng::derive(seed, MODEL_INIT_STREAM), "model")?;
-        if let Some(weights) = weights {
-            load_weights(model.as_ref(), weights)?;
-        }
+        // Weights loaded from a file replace every parameter, those drawn included.
+        let new_weights = match weights {
+            Some(weights) => {
+                load_weights(model.as_ref(), weights)?;
+                Vec::new()
+            }
+            None => model.new_weights(),
+        };
         let text = super::hf::text_encoding(&config, "model")?;
         model.set_training(false);
         if device != tch::Device::Cpu {
@@ -148,7 +155,14 @@ impl TrainedModel {
             text,
             config,
             threads: num_threads,
+            new_weights,
         })
+    }
+
+    /// The parameters drawn new rather than read from its files (a cross-encoder's head over
+    /// an encoder saved without one): its scores mean nothing through them.
+    pub fn new_weights(&self) -> &[String] {
+        &self.new_weights
     }
 
     /// Sets this model's thread count on the calling thread, which is about to score, until

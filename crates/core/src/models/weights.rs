@@ -22,7 +22,8 @@ pub fn load_weights(model: &dyn Model, path: &Path) -> Result<()> {
 /// Loads the weights file of `loader` (a trained Learner's output or a checkpoint's model)
 /// into the part of `model`, built from `config`, that the loader's model is: the model
 /// itself, the model a SigmoidOutput wraps, or an entry of a MultipleModel. `path` names the
-/// loader in errors.
+/// loader in errors. Returns the prefix of the names of the parameters it loaded (`""` for the
+/// whole model, `"<entry>."` for an entry of a MultipleModel).
 ///
 /// # Errors
 /// [`Error::Config`] when the loader's model is no part of `config`; [`Error::Checkpoint`]
@@ -32,7 +33,7 @@ pub fn load_from_loader(
     config: &crate::config::AnyModule,
     loader: &crate::config::SimpleModuleLoaderConfig,
     path: &str,
-) -> Result<()> {
+) -> Result<String> {
     let prefix = config.prefix_of(&loader.value).ok_or_else(|| {
         Error::config(
             format!("{path}.value"),
@@ -56,7 +57,8 @@ pub fn load_from_loader(
             Error::checkpoint(format!("{path}: {what}"), message)
         }
         other => other,
-    })
+    })?;
+    Ok(prefix)
 }
 
 /// Loads a safetensors file into `params`, which it must match exactly (names and shapes).

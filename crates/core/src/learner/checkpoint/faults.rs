@@ -19,6 +19,10 @@ pub(crate) enum Stage {
     /// The checkpoint and `last/` are published; some of the checkpoints retention gave up are
     /// deleted, not all.
     Prune,
+    /// A done run reduces a checkpoint to its models: reached once the kept state is written,
+    /// before the manifest is replaced, and again before the files it no longer lists are
+    /// deleted.
+    Drop,
 }
 
 /// Fails when a test armed `stage` for the directory `dir` (matched by its name).

@@ -1,34 +1,16 @@
-//! Checkpoint directories on disk: atomic writes with a checksummed manifest, verification,
+//! Checkpoint directories on disk: atomic writes with a checksummed manifest (`manifest.rs`),
 //! quarantine of damaged ones, removal of what failed saves left, and listing by epoch.
 
 use std::collections::BTreeMap;
-use std::fs::{self, File};
-use std::io::Write;
+use std::fs;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
-
 use super::faults::{check, Stage};
+use super::manifest::{
+    files_under, io, relative_name, sync_dir, synced_entry, write_manifest, MANIFEST,
+};
 use crate::fsutil::temporary_sibling;
-use crate::logging::crc32c;
 use crate::{Error, Result};
-
-/// The file listing a checkpoint's files with their sizes and checksums; written last.
-pub(crate) const MANIFEST: &str = "MANIFEST.json";
-
-#[derive(Debug, Serialize, Deserialize)]
-struct FileEntry {
-    bytes: u64,
-    crc32c: u32,
-}
-
-fn io(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
-    move |e| Error::io(path, e)
-}
-
-fn sync_dir(dir: &Path) -> Result<()> {
-    File::open(dir).and_then(|d| d.sync_all()).map_err(io(dir))
-}
 
 /// Writes a checkpoint directory `dest`: `fill` writes the files into a temporary directory,
 /// which gets a manifest, is synced and renamed into place. An existing `dest` is replaced
@@ -48,27 +30,10 @@ pub(crate) fn write_checkpoint_dir(
     fill(&tmp)?;
     let mut manifest = BTreeMap::new();
     for path in files_under(&tmp)? {
-        let bytes = fs::read(&path).map_err(io(&path))?;
-        File::open(&path)
-            .and_then(|f| f.sync_all())
-            .map_err(io(&path))?;
-        let name = relative_name(&tmp, &path);
-        manifest.insert(
-            name,
-            FileEntry {
-                bytes: bytes.len() as u64,
-                crc32c: crc32c(&bytes),
-            },
-        );
+        manifest.insert(relative_name(&tmp, &path), synced_entry(&path)?);
     }
     check(Stage::Manifest, dest)?;
-    let manifest_path = tmp.join(MANIFEST);
-    let text = serde_json::to_vec_pretty(&manifest)
-        .map_err(|e| Error::checkpoint(dest.display().to_string(), e.to_string()))?;
-    let mut file = File::create(&manifest_path).map_err(io(&manifest_path))?;
-    file.write_all(&text)
-        .and_then(|_| file.sync_all())
-        .map_err(io(&manifest_path))?;
+    write_manifest(&tmp.join(MANIFEST), &manifest, dest)?;
     sync_dir(&tmp)?;
     check(Stage::Commit, dest)?;
     if dest.exists() {
@@ -140,63 +105,6 @@ pub(crate) fn quarantine(dir: &Path) -> Result<PathBuf> {
     Ok(target)
 }
 
-/// Checks a checkpoint directory against its manifest.
-///
-/// # Errors
-/// [`Error::Checkpoint`] naming the directory and the first file that is missing, truncated
-/// or altered.
-pub(crate) fn verify_checkpoint_dir(dir: &Path) -> Result<()> {
-    let what = || dir.display().to_string();
-    let manifest_path = dir.join(MANIFEST);
-    let text = fs::read(&manifest_path).map_err(|e| {
-        Error::checkpoint(what(), format!("no readable {MANIFEST} ({e}): incomplete"))
-    })?;
-    let manifest: BTreeMap<String, FileEntry> = serde_json::from_slice(&text)
-        .map_err(|e| Error::checkpoint(what(), format!("{MANIFEST} is corrupt: {e}")))?;
-    for (name, entry) in manifest {
-        let path = dir.join(&name);
-        let bytes =
-            fs::read(&path).map_err(|e| Error::checkpoint(what(), format!("{name}: {e}")))?;
-        if bytes.len() as u64 != entry.bytes {
-            return Err(Error::checkpoint(
-                what(),
-                format!(
-                    "{name} has {} bytes, {} were written",
-                    bytes.len(),
-                    entry.bytes
-                ),
-            ));
-        }
-        if crc32c(&bytes) != entry.crc32c {
-            return Err(Error::checkpoint(
-                what(),
-                format!("{name} does not match its checksum"),
-            ));
-        }
-    }
-    Ok(())
-}
-
-fn files_under(dir: &Path) -> Result<Vec<PathBuf>> {
-    let mut out = Vec::new();
-    for entry in fs::read_dir(dir).map_err(io(dir))? {
-        let path = entry.map_err(io(dir))?.path();
-        if path.is_dir() {
-            out.extend(files_under(&path)?);
-        } else {
-            out.push(path);
-        }
-    }
-    Ok(out)
-}
-
-fn relative_name(root: &Path, path: &Path) -> String {
-    path.strip_prefix(root)
-        .unwrap_or(path)
-        .to_string_lossy()
-        .replace('\\', "/")
-}
-
 /// The name of the checkpoint directory of `epoch`.
 pub(crate) fn epoch_dir_name(epoch: u64) -> String {
     format!("epoch-{epoch:08}")
@@ -254,6 +162,7 @@ pub(crate) fn epoch_checkpoints(root: &Path) -> Vec<u64> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::manifest::verify_checkpoint_dir;
     use super::*;
     use crate::config::tests_support::scratch_dir;
 

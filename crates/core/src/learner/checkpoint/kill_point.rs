@@ -1,7 +1,7 @@
 //! A process-wide kill point in the stages of a checkpoint save, for crash tests of whole
 //! processes (the release build that Node loads): with `XPM_TORCH_KILL_DURING_SAVE=<stage>[:<n>]`
 //! the process sends itself SIGKILL the `n`-th time (default 1) a save reaches `<stage>`
-//! (`files`, `manifest`, `commit`, `swap`, `cleanup`, `prune`), after saying so on stderr. The
+//! (`files`, `manifest`, `commit`, `swap`, `cleanup`, `prune`, `drop`), after saying so on stderr. The
 //! variable is read once; without it a save pays one atomic load per stage.
 
 use std::path::Path;
@@ -21,6 +21,7 @@ fn stage_name(stage: Stage) -> &'static str {
         Stage::Swap => "swap",
         Stage::Cleanup => "cleanup",
         Stage::Prune => "prune",
+        Stage::Drop => "drop",
     }
 }
 
@@ -38,6 +39,7 @@ fn parse(text: &str) -> Option<(&'static str, usize)> {
         Stage::Swap,
         Stage::Cleanup,
         Stage::Prune,
+        Stage::Drop,
     ]
     .into_iter()
     .map(stage_name)
@@ -51,7 +53,7 @@ fn armed() -> Option<(&'static str, usize)> {
         let text = std::env::var(KILL_VAR).ok()?;
         let parsed = parse(&text);
         if parsed.is_none() {
-            eprintln!("xpm-torch: ignoring {KILL_VAR}={text:?}: expected <stage>[:<n>], stage one of files, manifest, commit, swap, cleanup, prune");
+            eprintln!("xpm-torch: ignoring {KILL_VAR}={text:?}: expected <stage>[:<n>], stage one of files, manifest, commit, swap, cleanup, prune, drop");
         }
         parsed
     })
@@ -82,6 +84,7 @@ mod tests {
     fn the_variable_names_a_stage_and_an_occurrence() {
         assert_eq!(parse("files"), Some(("files", 1)));
         assert_eq!(parse("swap:3"), Some(("swap", 3)));
+        assert_eq!(parse("drop:2"), Some(("drop", 2)));
         assert_eq!(parse("swap:0"), None);
         assert_eq!(parse("disk"), None);
         assert_eq!(parse("commit:x"), None);

@@ -8,7 +8,9 @@
 //! keep, writes the new checkpoint (advertising the kept ones), publishes it, and only then
 //! deletes what retention gave up. A crash at any moment of that sequence leaves the previous
 //! checkpoints in place, and [`CheckpointPolicy::after_resume`] says what the next start
-//! finishes.
+//! finishes. Once the run is done, [`CheckpointPolicy::when_done`] says which checkpoints lose
+//! their training state, and [`CheckpointPolicy::done_at`] whether a checkpoint without it can
+//! still be resumed from (only when nothing is left to train).
 
 use std::ops::RangeInclusive;
 
@@ -24,6 +26,8 @@ pub(crate) struct CheckpointPolicy {
     pub max_epochs: u64,
     /// How many of the newest epoch checkpoints to keep (`checkpoint_keep`; all without).
     pub keep: Option<u64>,
+    /// Whether a done run keeps the training state of its checkpoints (`keep_training_state`).
+    pub keep_training_state: bool,
 }
 
 /// What the end of an epoch does.
@@ -85,7 +89,26 @@ impl CheckpointPolicy {
             interval: config.checkpoint_interval,
             max_epochs: config.max_epochs,
             keep: Some(config.checkpoint_keep),
+            keep_training_state: config.keep_training_state,
         }
+    }
+
+    /// The epoch checkpoints whose training state a done run drops, with `kept` the ones it
+    /// keeps (as advertised): all of them, unless it keeps the training state. Only a run that
+    /// trained its last epoch or stopped early asks: an interrupted or failed one keeps
+    /// everything, to resume from.
+    pub fn when_done(&self, kept: &[u64]) -> Vec<u64> {
+        if self.keep_training_state {
+            return Vec::new();
+        }
+        kept.to_vec()
+    }
+
+    /// Whether a run is done once `done` epochs are complete and it stopped early or not
+    /// (`stopped`): nothing is left to train, so a checkpoint holding only models (see
+    /// [`Self::when_done`]) is enough to resume from.
+    pub fn done_at(&self, done: u64, stopped: bool) -> bool {
+        self.epochs_left(done, stopped).is_empty()
     }
 
     /// The epochs a run still trains when `done` epochs are complete: none once it stopped
@@ -187,6 +210,34 @@ mod tests {
             interval,
             max_epochs,
             keep,
+            keep_training_state: false,
+        }
+    }
+
+    #[test]
+    fn a_done_run_drops_the_training_state_of_every_kept_checkpoint_unless_told_to_keep_it() {
+        let dropping = policy(1, 5, Some(1));
+        assert_eq!(dropping.when_done(&[2, 5]), [2, 5]);
+        assert_eq!(dropping.when_done(&[]), Vec::<u64>::new());
+        let keeping = CheckpointPolicy {
+            keep_training_state: true,
+            ..dropping
+        };
+        assert_eq!(keeping.when_done(&[2, 5]), Vec::<u64>::new());
+        // Models alone resume a run only when nothing is left to train.
+        // (epochs done, stopped) → done
+        let table = [
+            ((5, false), true),
+            ((3, true), true),
+            ((4, false), false),
+            ((0, false), false),
+        ];
+        for ((done, stopped), expected) in table {
+            assert_eq!(
+                dropping.done_at(done, stopped),
+                expected,
+                "{done} epochs done, stopped {stopped}"
+            );
         }
     }
 

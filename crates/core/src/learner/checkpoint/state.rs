@@ -1,5 +1,7 @@
 //! What a checkpoint holds and how it is saved and restored: the loop's [`Progress`], the model,
 //! optimizers and loss scaler, and each rank's sampler and generator states ([`RankState`]).
+//! A done run's checkpoints keep only the model, the progress and the listeners
+//! ([`write_final_state`]): enough to return its result again, not to train on.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -8,7 +10,9 @@ use serde::{Deserialize, Serialize};
 use tch::Tensor;
 
 use super::faults::{check, Stage};
-use super::{verify_checkpoint_dir, write_checkpoint_dir, INFO};
+use super::{
+    read_listed, verify_checkpoint_dir, write_checkpoint_dir, write_synced, CheckpointPolicy, INFO,
+};
 use crate::learner::build::Run;
 use crate::learner::EpochReport;
 use crate::optim::copy_into;
@@ -89,6 +93,8 @@ const FORMAT: u32 = 2;
 /// The model weights inside a checkpoint directory.
 pub(crate) const MODEL: &str = "model/model.safetensors";
 const STATE: &str = "state.json";
+/// The state a done run's checkpoint keeps instead of [`STATE`] (see [`write_final_state`]).
+pub(crate) const FINAL_STATE: &str = "final-state.json";
 const TENSORS: &str = "optimizer.safetensors";
 /// The states of the libtorch generators: `<rank>/<stream>`, bytes.
 const GENERATORS: &str = "generators.safetensors";
@@ -160,15 +166,23 @@ pub(crate) fn model_file(dir: &Path) -> String {
 }
 
 /// Restores `run`, the process of rank `rank`, from the checkpoint in `dir` after verifying it;
-/// returns its progress.
+/// returns its progress. A done run's checkpoint (its training state dropped) restores the model
+/// and listeners only, and only when `policy` leaves nothing to train from it.
 ///
 /// # Errors
 /// [`Error::Checkpoint`] naming the directory when it is incomplete, corrupt or does not fit
 /// this configuration. `run` may be partly restored then: build it again before retrying.
-pub(crate) fn load_checkpoint(run: &mut Run, dir: &Path, rank: usize) -> Result<Progress> {
-    verify_checkpoint_dir(dir)?;
+pub(crate) fn load_checkpoint(
+    run: &mut Run,
+    dir: &Path,
+    rank: usize,
+    policy: &CheckpointPolicy,
+) -> Result<Progress> {
+    let listed = verify_checkpoint_dir(dir)?;
+    let done = listed.contains(FINAL_STATE);
     let what = dir.display().to_string();
-    let text = std::fs::read(dir.join(STATE)).map_err(|e| Error::io(dir.join(STATE), e))?;
+    let name = if done { FINAL_STATE } else { STATE };
+    let text = std::fs::read(dir.join(name)).map_err(|e| Error::io(dir.join(name), e))?;
     let state: StateFile = serde_json::from_slice(&text).map_err(json_error(dir))?;
     if state.format != FORMAT {
         return Err(Error::checkpoint(
@@ -176,7 +190,33 @@ pub(crate) fn load_checkpoint(run: &mut Run, dir: &Path, rank: usize) -> Result<
             format!("state format {} is not {FORMAT}", state.format),
         ));
     }
-    // Model weights.
+    let progress = &state.progress;
+    if done && !policy.done_at(progress.epoch, progress.stopped.is_some()) {
+        return Err(Error::checkpoint(
+            what,
+            format!(
+                "holds the models of a done run, not its training state (dropped when that run \
+                 ended; the Learner's keep_training_state: true keeps it), so it cannot continue \
+                 to epoch {}",
+                policy.max_epochs
+            ),
+        ));
+    }
+    restore_model(run, dir)?;
+    if !done {
+        restore_training_state(run, dir, &state, rank)?;
+    }
+    for listener in &mut run.listeners {
+        if let Some(s) = state.listeners.get(listener.id()) {
+            listener.restore(s)?;
+        }
+    }
+    Ok(state.progress)
+}
+
+/// Restores the model's weights from checkpoint `dir`.
+fn restore_model(run: &mut Run, dir: &Path) -> Result<()> {
+    let what = dir.display().to_string();
     let saved: BTreeMap<String, Tensor> = Tensor::read_safetensors(dir.join(MODEL))?
         .into_iter()
         .collect();
@@ -190,8 +230,13 @@ pub(crate) fn load_checkpoint(run: &mut Run, dir: &Path, rank: usize) -> Result<
         sources.push(t.shallow_clone());
         targets.push(p.tensor);
     }
-    copy_into(&mut targets, sources, &format!("{what}: model"))?;
-    // Optimizers.
+    copy_into(&mut targets, sources, &format!("{what}: model"))
+}
+
+/// Restores what only resuming needs: the optimizers and schedules, rank `rank`'s trainer
+/// (sampler positions) and generators, and the loss scaler.
+fn restore_training_state(run: &mut Run, dir: &Path, state: &StateFile, rank: usize) -> Result<()> {
+    let what = dir.display().to_string();
     let mut tensors: BTreeMap<String, Tensor> = if state.optimizer_tensors.iter().any(|n| *n > 0) {
         Tensor::read_safetensors(dir.join(TENSORS))?
             .into_iter()
@@ -232,13 +277,29 @@ pub(crate) fn load_checkpoint(run: &mut Run, dir: &Path, rank: usize) -> Result<
         }
         _ => {}
     }
-    for listener in &mut run.listeners {
-        if let Some(s) = state.listeners.get(listener.id()) {
-            listener.restore(s)?;
-        }
-    }
-    restore_generators(run, dir, &state, rank)?;
-    Ok(state.progress)
+    restore_generators(run, dir, state, rank)
+}
+
+/// Writes into checkpoint `dir` the state a done run keeps, [`FINAL_STATE`]: its progress, the
+/// schedules' step and the listeners (their bests), read from its [`STATE`] (checked against
+/// the manifest), without what only resuming needs (the optimizers' tensors, each rank's
+/// sampler positions and generators, the loss scaler). The caller lists it in the manifest.
+///
+/// # Errors
+/// [`Error::Checkpoint`] when the state is unreadable or does not match the manifest;
+/// [`Error::Io`] when the write fails.
+pub(crate) fn write_final_state(dir: &Path) -> Result<()> {
+    let state: StateFile =
+        serde_json::from_slice(&read_listed(dir, STATE)?).map_err(json_error(dir))?;
+    let kept = StateFile {
+        optimizer_tensors: Vec::new(),
+        trainers: Vec::new(),
+        scaler: None,
+        generators: Vec::new(),
+        ..state
+    };
+    let text = serde_json::to_vec(&kept).map_err(json_error(dir))?;
+    write_synced(&dir.join(FINAL_STATE), &text)
 }
 
 /// Restores rank `rank`'s generator states.

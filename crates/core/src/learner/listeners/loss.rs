@@ -43,6 +43,10 @@ impl ValidationLoss {
 }
 
 impl Validator for ValidationLoss {
+    fn unit(&self) -> &'static str {
+        "pairs"
+    }
+
     fn measure(
         &mut self,
         id: &str,

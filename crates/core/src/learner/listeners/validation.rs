@@ -21,13 +21,17 @@ pub(crate) struct Measures {
     pub tracked: Vec<(String, f64)>,
 }
 
-/// Told `(done, total)` batches as a validation scores.
+/// Told `(done, total)` units (see [`Validator::unit`]) as a validation scores.
 pub(crate) type BatchProgress<'a> = dyn FnMut(u64, u64) -> Result<()> + 'a;
 
 /// What a validation listener measures on the model at the end of an epoch.
 pub(crate) trait Validator: Send {
+    /// What its progress counts (`queries`, `pairs`): units that move within one batch, so
+    /// that a long validation shows how it goes.
+    fn unit(&self) -> &'static str;
+
     /// Scores the held-out data; `id` prefixes the logged metrics. `progress` is told how many
-    /// batches of how many are done, after each.
+    /// units of how many are scored, as they are (after each forward).
     ///
     /// # Errors
     /// A data or libtorch error, or what `progress` returns.
@@ -92,6 +96,7 @@ impl<V: Validator> ValidationListener<V> {
         observer: &mut dyn Observer,
     ) -> Result<Measures> {
         let listener = self.id.as_str();
+        let unit = self.validator.unit();
         observer.on_validation(ValidationProgress::starting(epoch, listener))?;
         let mut progress = |done, total| {
             observer.on_validation(ValidationProgress {
@@ -99,7 +104,7 @@ impl<V: Validator> ValidationListener<V> {
                 listener,
                 done,
                 total,
-                unit: "batches",
+                unit,
             })
         };
         self.validator.measure(listener, model, ctx, &mut progress)

@@ -24,8 +24,8 @@ impl LossSet {
     /// Mean weighted loss of `model` over every preference pair of `data`, in outer batches of
     /// `batching`'s batch size that its batcher splits into micro-batches, and the metrics of a
     /// validation listener `id`: `<id>/loss/<name>` and, with several losses, `<id>/loss`.
-    /// Warnings (out-of-memory replays) go to `warn`; `progress` is told `(done, total)` outer
-    /// batches after each.
+    /// Warnings (out-of-memory replays) go to `warn`; `progress` is told `(done, total)` pairs
+    /// after each micro-batch (what a replay scores again is not told twice).
     pub fn evaluate(
         &self,
         model: &dyn Model,
@@ -40,8 +40,9 @@ impl LossSet {
         let sums = RefCell::new((Metrics::default(), 0.0f64, 0i64));
         let chunk = batching.batch_size.max(1);
         let dims = &batching.dims;
-        let batches = data.len().div_ceil(chunk) as u64;
-        for (done, start) in (0..data.len()).step_by(chunk).enumerate() {
+        let total_pairs = data.len() as u64;
+        let mut reported = 0u64;
+        for start in (0..data.len()).step_by(chunk) {
             let rows = start..(start + chunk).min(data.len());
             let batch = Batch::Pairwise(data.batch(rows)?);
             // What the outer batch started from, to roll back to when it is replayed.
@@ -74,6 +75,12 @@ impl LossSet {
                     })?;
                     *total += loss_sums.weighted.f_double_value(&[])?;
                     *count += n;
+                    let done = *count as u64;
+                    drop(s);
+                    if done > reported {
+                        reported = done;
+                        progress(done, total_pairs)?;
+                    }
                     Ok(())
                 },
                 || {
@@ -82,7 +89,6 @@ impl LossSet {
                 },
                 warn,
             )?;
-            progress(done as u64 + 1, batches)?;
         }
         let (metrics, total, count) = sums.into_inner();
         Ok((total / count.max(1) as f64, metrics.means()?))

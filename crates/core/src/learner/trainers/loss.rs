@@ -259,8 +259,11 @@ mod tests {
                 )
                 .unwrap()
                 .0;
+            // Pairs scored, after each batch (a plain batcher scores it in one micro-batch).
             let batches = 5u64.div_ceil(chunk as u64);
-            let expected: Vec<_> = (1..=batches).map(|d| (d, batches)).collect();
+            let expected: Vec<_> = (1..=batches)
+                .map(|d| ((d * chunk as u64).min(5), 5))
+                .collect();
             assert_eq!(reported, expected, "progress of chunk {chunk}");
             assert!(
                 (mean - whole).abs() < 1e-6,
@@ -603,9 +606,12 @@ mod tests {
             }
         }
 
+        /// A validation's loss, metrics, warnings and the progress it reported.
+        type Validated = (f64, Vec<f64>, Vec<String>, Vec<(u64, u64)>);
+
         /// The validation loss and metrics of `model` on `data()`'s pairs in batches of 16
-        /// with `config` on a device of `capacity`, and the warnings.
-        fn validate(config: &AnyBatcher, capacity: u64) -> (f64, Vec<f64>, Vec<String>) {
+        /// with `config` on a device of `capacity`, the warnings and the progress reported.
+        fn validate(config: &AnyBatcher, capacity: u64) -> Validated {
             let losses = LossSet::new(
                 vec![AnyLoss::Pairwise(Box::new(HingeLoss {
                     weight: 1.0,
@@ -620,6 +626,7 @@ mod tests {
                 EvaluationBatching::new(config, BATCH, Box::new(device(capacity)), "v.batcher")
                     .unwrap();
             let mut warnings = Vec::new();
+            let mut reported = Vec::new();
             let (loss, metrics) = losses
                 .evaluate(
                     model().as_ref(),
@@ -627,22 +634,33 @@ mod tests {
                     &mut batching,
                     "v",
                     &mut |w| warnings.push(w),
-                    &mut |_, _| Ok(()),
+                    &mut |done, total| {
+                        reported.push((done, total));
+                        Ok(())
+                    },
                 )
                 .unwrap();
-            (loss, metrics.into_values().collect(), warnings)
+            (loss, metrics.into_values().collect(), warnings, reported)
         }
 
         #[test]
         fn validation_batches_are_micro_batched_with_the_same_result() {
             let plain = AnyBatcher::Batcher(BatcherConfig {});
-            let (whole, metrics, none) = validate(&plain, u64::MAX / 2);
+            let (whole, metrics, none, by_batch) = validate(&plain, u64::MAX / 2);
             assert!(none.is_empty());
             // Outer batches of 16 do not fit a device of 5 records: each is replayed in
             // micro-batches of 8, then 5, once (the batcher keeps the size that fits).
             let power = AnyBatcher::PowerAdaptativeBatcher(PowerAdaptativeBatcherConfig {});
-            let (split, split_metrics, warnings) = validate(&power, 5 * PER_RECORD as u64);
+            let (split, split_metrics, warnings, by_micro) =
+                validate(&power, 5 * PER_RECORD as u64);
             assert_eq!(warnings.len(), 2, "{warnings:?}");
+            // Progress in pairs, after each micro-batch: it moves inside an outer batch.
+            let pairs = by_batch.last().unwrap().1;
+            assert_eq!(by_batch.last(), Some(&(pairs, pairs)));
+            assert_eq!(by_micro.last(), Some(&(pairs, pairs)));
+            assert!(by_micro.len() > by_batch.len(), "{by_micro:?}");
+            assert!(by_micro.windows(2).all(|w| w[0].0 < w[1].0), "{by_micro:?}");
+            assert!(by_micro.iter().any(|(done, _)| done % BATCH as u64 != 0));
             assert!((split - whole).abs() < 1e-9, "{split} vs {whole}");
             assert_close(&split_metrics, &metrics, "validation metrics");
             // The predictive batcher is for training only.

@@ -37,6 +37,8 @@ pub(crate) struct Head {
     dropout: f64,
     /// Whether the head came from the file.
     pub loaded: bool,
+    /// The parameters drawn new rather than read from the file, in order.
+    pub new_weights: Vec<String>,
 }
 
 /// Where the head's linear layers are named, and the one whose shape tells the label count.
@@ -57,6 +59,8 @@ struct Source<'a> {
     params: &'a mut Params,
     rng: &'a mut Rng,
     std: f64,
+    /// The parameters drawn so far.
+    drawn: Vec<String>,
 }
 
 impl Source<'_> {
@@ -70,22 +74,20 @@ impl Source<'_> {
                 let bias = self.params.tensor(&bias, w.head(&bias, &[fan_out])?)?;
                 Ok(Linear::from_ids(weight, Some(bias)))
             }
-            None => new_linear(self.params, self.rng, name, fan_in, fan_out, self.std),
+            None => self.new_linear(name, fan_in, fan_out),
         }
     }
-}
 
-fn new_linear(
-    params: &mut Params,
-    rng: &mut Rng,
-    name: &str,
-    fan_in: i64,
-    fan_out: i64,
-    std: f64,
-) -> Result<Linear> {
-    let weight = params.normal_scaled(rng, format!("{name}.weight"), &[fan_out, fan_in], std)?;
-    let bias = params.constant(format!("{name}.bias"), &[fan_out], 0.0)?;
-    Ok(Linear::from_ids(weight, Some(bias)))
+    fn new_linear(&mut self, name: &str, fan_in: i64, fan_out: i64) -> Result<Linear> {
+        let weight = format!("{name}.weight");
+        let weight_id =
+            self.params
+                .normal_scaled(self.rng, &weight, &[fan_out, fan_in], self.std)?;
+        let bias = format!("{name}.bias");
+        let bias_id = self.params.constant(&bias, &[fan_out], 0.0)?;
+        self.drawn.extend([weight, bias]);
+        Ok(Linear::from_ids(weight_id, Some(bias_id)))
+    }
 }
 
 impl Head {
@@ -109,6 +111,7 @@ impl Head {
             params,
             rng,
             std: s.initializer_range,
+            drawn: Vec::new(),
         };
         let layers = match s.architecture {
             Architecture::Bert => Layers::Bert {
@@ -127,20 +130,13 @@ impl Head {
             },
         };
         if s.architecture == Architecture::Bert && encoder.pooler.is_none() {
-            let name = join(prefix, "pooler.dense");
-            encoder.pooler = Some(new_linear(
-                source.params,
-                source.rng,
-                &name,
-                h,
-                h,
-                s.initializer_range,
-            )?);
+            encoder.pooler = Some(source.new_linear(&join(prefix, "pooler.dense"), h, h)?);
         }
         Ok(Head {
             layers,
             dropout: s.classifier_dropout,
             loaded: in_file.is_some(),
+            new_weights: source.drawn,
         })
     }
 

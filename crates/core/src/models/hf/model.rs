@@ -180,6 +180,11 @@ impl HfSequenceClassifier {
         self.head.loaded
     }
 
+    /// The parameters the file lacked, drawn new: a head's, and a BERT pooler's.
+    pub fn new_weights(&self) -> &[String] {
+        &self.head.new_weights
+    }
+
     /// Logits, `B × labels`.
     ///
     /// # Errors

@@ -175,6 +175,10 @@ impl Model for CrossEncoder {
     fn set_training(&mut self, training: bool) {
         self.training = training;
     }
+
+    fn new_weights(&self) -> Vec<String> {
+        self.model.new_weights().to_vec()
+    }
 }
 
 /// A bi-encoder: queries and documents embedded apart (one shared encoder, or a query encoder

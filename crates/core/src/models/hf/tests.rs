@@ -81,6 +81,7 @@ fn classification_logits_equal_transformers_with_the_files_head() {
         let e = expected(name);
         let model = HfSequenceClassifier::load(&fixture(name), 1, &mut Rng::new(0)).unwrap();
         assert!(model.head_loaded(), "{name}: the head was not read");
+        assert!(model.new_weights().is_empty(), "{name}");
         let _guard = tch::no_grad_guard();
         let logits = model.logits(&input(&e), false).unwrap();
         let d = max_diff(&logits, &e["logits"]);
@@ -218,6 +219,9 @@ fn a_head_for_another_label_count_is_replaced_by_a_seeded_new_one() {
         |seed| HfSequenceClassifier::load(&fixture("distilbert"), 3, &mut Rng::new(seed)).unwrap();
     let (a, b, c) = (draw(7), draw(7), draw(8));
     assert!(!a.head_loaded());
+    let names =
+        ["pre_classifier", "classifier"].map(|l| [format!("{l}.weight"), format!("{l}.bias")]);
+    assert_eq!(a.new_weights(), names.concat());
     let _guard = tch::no_grad_guard();
     let logits = |m: &HfSequenceClassifier| m.logits(&input(&e), false).unwrap();
     assert_eq!(logits(&a).size(), vec![e["input_ids"].size()[0], 3]);
@@ -236,6 +240,16 @@ fn a_base_bert_file_gets_a_new_pooler_and_head() {
     let model =
         HfSequenceClassifier::from_weights(&settings, &weights, 1, &mut Rng::new(0)).unwrap();
     assert!(!model.head_loaded());
+    // Said as transformers says which weights it "newly initialized".
+    assert_eq!(
+        model.new_weights(),
+        [
+            "classifier.weight",
+            "classifier.bias",
+            "bert.pooler.dense.weight",
+            "bert.pooler.dense.bias"
+        ]
+    );
     let names: Vec<String> = model
         .named_parameters()
         .into_iter()
@@ -511,6 +525,7 @@ fn text_models_refuse_other_inputs_and_missing_directories() {
     )
     .unwrap();
     assert!(model.head_loaded());
+    assert!(Model::new_weights(&model).is_empty());
     let err = model
         .forward(&crate::data::ScoreInput::Features(Tensor::zeros(
             [1, 3],
