@@ -194,6 +194,17 @@ describe("learn on a script that calls learn() itself", () => {
     expect(f.stderr).toContain("the plan failed");
   });
 
+  it("counts a module that runs experiment() itself as a script that ran", () => {
+    const index = JSON.stringify(pathToFileURL(join(repoRoot, "ts", "index.ts")).href);
+    const file = join(dir, "experiment-plan.ts");
+    const workspace = JSON.stringify(join(dir, "ws-plan"));
+    writeFileSync(file, `import { experiment } from ${index};\nawait experiment("cli-plan", () => { console.log("the plan ran"); }, { workspace: ${workspace}, log: null });\n`);
+    const r = xpmTorch(["learn", file, "--quiet"]);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toContain("the plan ran");
+    expect(r.stderr).not.toContain("exports no Learner");
+  });
+
   it("wire refuses it before it trains, at the line of its learn() call", () => {
     const file = join(dir, "wired.ts");
     const text = script("await learn(config);");
