@@ -10,7 +10,7 @@ use crate::rng::Rng;
 use crate::runtime::memory::{
     install_cpu_tensor_cache, release_cpu_tensor_cache, release_idle_cpu_tensors,
 };
-use crate::text::TextInput;
+use crate::text::{TextInput, TextTokenizer};
 use crate::{Error, Result};
 
 /// A trained model opened for scoring: built from its configuration, weights loaded, in
@@ -194,7 +194,8 @@ impl TrainedModel {
     }
 
     /// Scores of (`queries[k]`, `documents[k]`) text pairs, tokenised by the model's tokenizer,
-    /// `batch_size` pairs at a time.
+    /// `batch_size` pairs at a time, longest first (so that a batch is padded to nearly its own
+    /// lengths), returned in the given order.
     ///
     /// # Errors
     /// [`Error::Config`] for a model that does not read texts or unequal counts; a tokenizer
@@ -208,18 +209,36 @@ impl TrainedModel {
         same_count(queries.len(), documents.len())?;
         let encoding = self.encoding()?;
         let _threads = self.use_threads();
-        let mut scores = Vec::with_capacity(queries.len());
-        for (q, d) in queries
-            .chunks(batch_size.max(1))
-            .zip(documents.chunks(batch_size.max(1)))
-        {
-            let (input, _) = encoding.encode(&strs(q), &strs(d))?;
-            scores.extend(self.score(&input, q.len())?);
+        let (queries, documents) = (strs(queries), strs(documents));
+        let counts = match encoding {
+            TextEncoding::Pairs(tokenizer) => {
+                let pairs: Vec<TextInput> = queries
+                    .iter()
+                    .zip(&documents)
+                    .map(|(q, d)| TextInput::Pair(q, d))
+                    .collect();
+                token_counts(tokenizer, &pairs)?
+            }
+            TextEncoding::Separate { query, document } => {
+                let q = token_counts(query, &singles(&queries))?;
+                let d = token_counts(document, &singles(&documents))?;
+                q.iter().zip(&d).map(|(a, b)| a + b).collect()
+            }
+        };
+        let mut scores = vec![0f32; queries.len()];
+        for batch in longest_first(&counts).chunks(batch_size.max(1)) {
+            let q: Vec<&str> = batch.iter().map(|&i| queries[i]).collect();
+            let d: Vec<&str> = batch.iter().map(|&i| documents[i]).collect();
+            let (input, _) = encoding.encode(&q, &d)?;
+            for (&i, score) in batch.iter().zip(self.score(&input, batch.len())?) {
+                scores[i] = score;
+            }
         }
         Ok(scores)
     }
 
-    /// One vector per text (by the query encoder when `query`), `batch_size` texts at a time.
+    /// One vector per text (by the query encoder when `query`), `batch_size` texts at a time,
+    /// longest first, returned in the given order.
     ///
     /// # Errors
     /// [`Error::Config`] for a model that does not embed texts; a tokenizer or libtorch error.
@@ -239,9 +258,12 @@ impl TrainedModel {
         };
         let _no_grad = tch::no_grad_guard();
         let _threads = self.use_threads();
-        let mut vectors = Vec::with_capacity(texts.len());
-        for chunk in texts.chunks(batch_size.max(1)) {
-            let inputs: Vec<TextInput> = chunk.iter().map(|t| TextInput::Single(t)).collect();
+        let texts = strs(texts);
+        let order = longest_first(&token_counts(tokenizer, &singles(&texts))?);
+        let mut vectors = vec![Vec::new(); texts.len()];
+        for batch in order.chunks(batch_size.max(1)) {
+            let inputs: Vec<TextInput> =
+                batch.iter().map(|&i| TextInput::Single(texts[i])).collect();
             let rows = EncodedRows::from_batch(&tokenizer.encode_batch(&inputs)?)?
                 .map(&|t| Ok(t.f_to_device(self.device)?))?;
             let out = self
@@ -252,7 +274,9 @@ impl TrainedModel {
                 .f_contiguous()?;
             let width = out.size().get(1).copied().unwrap_or(0) as usize;
             let flat = Vec::<f32>::try_from(out.f_flatten(0, -1)?)?;
-            vectors.extend(flat.chunks(width.max(1)).map(<[f32]>::to_vec));
+            for (&i, vector) in batch.iter().zip(flat.chunks(width.max(1))) {
+                vectors[i] = vector.to_vec();
+            }
             release_idle_cpu_tensors();
         }
         release_cpu_tensor_cache();
@@ -305,6 +329,33 @@ pub fn score_rows(
 
 fn strs(texts: &[String]) -> Vec<&str> {
     texts.iter().map(String::as_str).collect()
+}
+
+fn singles<'a>(texts: &[&'a str]) -> Vec<TextInput<'a>> {
+    texts.iter().map(|t| TextInput::Single(t)).collect()
+}
+
+/// Texts tokenised at once to count their tokens, without padding them all to the longest.
+const COUNTING_CHUNK: usize = 1024;
+
+/// The tokens of each input, special tokens included, as `tokenizer` cuts it.
+///
+/// # Errors
+/// A tokenizer error.
+fn token_counts(tokenizer: &TextTokenizer, inputs: &[TextInput]) -> Result<Vec<usize>> {
+    let mut counts = Vec::with_capacity(inputs.len());
+    for chunk in inputs.chunks(COUNTING_CHUNK) {
+        counts.extend(tokenizer.encode_batch(chunk)?.row_lengths());
+    }
+    Ok(counts)
+}
+
+/// The indices of `counts`, longest first (equal counts in the given order): batches of
+/// neighbours are padded to nearly their own lengths, as sentence-transformers sorts its inputs.
+fn longest_first(counts: &[usize]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..counts.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(counts[i]));
+    order
 }
 
 /// `rows` feature vectors of `width` values stored row after row, as model input.
@@ -434,5 +485,82 @@ mod open_tests {
             first_weights(&a),
             Vec::<f32>::try_from(p.f_flatten(0, -1).unwrap()).unwrap()
         );
+    }
+}
+
+#[cfg(test)]
+mod length_order_tests {
+    use super::*;
+
+    fn open(model: &str) -> TrainedModel {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/hf/bert");
+        let config = format!(
+            r#"{{"__xpmtype__":"xpm_torch.models.{model}","encoder":{{"__xpmtype__":"xpm_torch.models.HFEncoder","id":"tiny-bert","path":"{dir}"}},"max_length":48}}"#
+        );
+        TrainedModel::open_with(
+            &config,
+            OpenOptions {
+                weights: None,
+                device: tch::Device::Cpu,
+                seed: 3,
+                num_threads: Some(1),
+            },
+        )
+        .unwrap()
+    }
+
+    /// Texts of very different lengths, long and short mixed.
+    fn texts() -> Vec<String> {
+        (0..11)
+            .map(|i| "the city of paris and its river ".repeat((i * 7) % 5 + 1) + &i.to_string())
+            .collect()
+    }
+
+    fn close(a: &[f32], b: &[f32]) {
+        for (x, y) in a.iter().zip(b) {
+            assert!((x - y).abs() < 1e-5, "{x} vs {y}");
+        }
+    }
+
+    #[test]
+    fn inputs_run_longest_first_with_equal_counts_in_the_given_order() {
+        assert_eq!(longest_first(&[3, 9, 3, 12, 1]), vec![3, 1, 0, 2, 4]);
+        assert_eq!(longest_first(&[]), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn embeddings_in_length_order_come_back_in_the_callers_order_as_one_at_a_time() {
+        let model = open("BiEncoder");
+        let texts = texts();
+        let batched = model.embed_texts(&texts, false, 4).unwrap();
+        assert_eq!(batched.len(), texts.len());
+        for (text, vector) in texts.iter().zip(&batched) {
+            close(
+                vector,
+                &model
+                    .embed_texts(std::slice::from_ref(text), false, 1)
+                    .unwrap()[0],
+            );
+        }
+    }
+
+    #[test]
+    fn scores_in_length_order_come_back_in_the_callers_order_as_one_at_a_time() {
+        for kind in ["CrossEncoder", "BiEncoder"] {
+            let model = open(kind);
+            let queries: Vec<String> = texts().into_iter().rev().collect();
+            let documents = texts();
+            let batched = model.score_texts(&queries, &documents, 4).unwrap();
+            let alone: Vec<f32> = queries
+                .iter()
+                .zip(&documents)
+                .flat_map(|(q, d)| {
+                    model
+                        .score_texts(std::slice::from_ref(q), std::slice::from_ref(d), 1)
+                        .unwrap()
+                })
+                .collect();
+            close(&batched, &alone);
+        }
     }
 }

@@ -36,6 +36,19 @@ pub struct EncodedBatch {
     pub pad_id: i64,
 }
 
+impl EncodedBatch {
+    /// Real tokens of each record, special tokens included.
+    pub fn row_lengths(&self) -> Vec<usize> {
+        if self.length == 0 {
+            return vec![0; self.rows];
+        }
+        self.mask
+            .chunks(self.length)
+            .map(|row| row.iter().filter(|&&m| m != 0).count())
+            .collect()
+    }
+}
+
 /// A Hugging Face tokenizer read from `tokenizer.json`, set to add special tokens, truncate
 /// to `max_length` (longest first for pairs) and pad each batch to its longest record. The
 /// padding and truncation stored in the file (all-MiniLM-L6-v2's pads everything to 128) are
