@@ -34,8 +34,10 @@ import {
 } from "../dist/index.js";
 
 function options(argv) {
+  // The last of a repeated option wins, as with argparse: seeds.mjs puts a campaign's own
+  // options (`--model` of another head) after its common ones.
   const get = (name, fallback) => {
-    const i = argv.indexOf(`--${name}`);
+    const i = argv.lastIndexOf(`--${name}`);
     return i >= 0 ? argv[i + 1] : fallback;
   };
   const data = get("data");
