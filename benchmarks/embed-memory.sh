@@ -14,16 +14,7 @@ repeats="${1:-3}"
 provision_python
 (cd "$root" && npm run build >&2)
 model="$(cd "$root" && node scripts/minilm.mjs | tail -n 1)"
-# transformers.js without its install script, which fetches GPU libraries: the CPU build of
-# ONNX Runtime comes in the npm package.
-modules="$cache/transformers-js"
-if [[ ! -d "$modules/node_modules/@huggingface/transformers" ]]; then
-  mkdir -p "$modules"
-  (cd "$modules" && { [[ -f package.json ]] || npm init -y >/dev/null; } &&
-    npm install --ignore-scripts --no-audit --no-fund "@huggingface/transformers@4.3.2" >&2)
-fi
-onnx="$cache/bench-data/all-MiniLM-L6-v2-onnx"
-[[ -f "$onnx/onnx/model.onnx" ]] || "$python" "$root/benchmarks/runners/export_onnx.py" "$model" "$onnx" >&2
+provision_transformers_js "$model"
 data="$cache/bench-data/text-ranking"
 node "$root/benchmarks/text-ranking-data.mjs" "$data" >&2
 out="$root/benchmarks/results/embed-memory.jsonl"
@@ -31,7 +22,7 @@ out="$root/benchmarks/results/embed-memory.jsonl"
 common=(--texts "$data/collection.tsv" --count 2000 --batch 32 --threads 2)
 for ((i = 0; i < repeats; i++)); do
   node "$root/benchmarks/runners/embed-xpm-torch.mjs" --model "$model" "${common[@]}" >>"$out"
-  node "$root/benchmarks/runners/embed-transformers-js.mjs" --modules "$modules" --model "$onnx" "${common[@]}" >>"$out"
+  node "$root/benchmarks/runners/embed-transformers-js.mjs" --modules "$transformers_js_modules" --model "$onnx_model" "${common[@]}" >>"$out"
 done
 node - "$out" <<'JS'
 const runs = require("node:fs").readFileSync(process.argv[2], "utf8").trim().split("\n").map((l) => JSON.parse(l));

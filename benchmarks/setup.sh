@@ -53,3 +53,18 @@ build_rust() {
   # The example links libtorch dynamically; the addon finds it itself, this binary needs the path.
   export LD_LIBRARY_PATH="$torch/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 }
+
+# transformers.js 4.3.2 in $cache/transformers-js (`transformers_js_modules`), installed without
+# its install script, which fetches GPU libraries: the CPU build of ONNX Runtime comes in the npm
+# package; and the model directory $1 exported to ONNX once (`onnx_model`). Needs the venv's
+# onnx and onnxscript.
+provision_transformers_js() {
+  transformers_js_modules="$cache/transformers-js"
+  if [[ ! -d "$transformers_js_modules/node_modules/@huggingface/transformers" ]]; then
+    mkdir -p "$transformers_js_modules"
+    (cd "$transformers_js_modules" && { [[ -f package.json ]] || npm init -y >/dev/null; } &&
+      npm install --ignore-scripts --no-audit --no-fund "@huggingface/transformers@4.3.2" >&2)
+  fi
+  onnx_model="$cache/bench-data/$(basename "$1")-onnx"
+  [[ -f "$onnx_model/onnx/model.onnx" ]] || "$python" "$root/benchmarks/runners/export_onnx.py" "$1" "$onnx_model" >&2
+}

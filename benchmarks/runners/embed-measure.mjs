@@ -1,6 +1,6 @@
 // What the embedding runners measure, the same way for each: the peak resident memory (VmHWM)
 // and the resident memory (VmRSS) of the process, in MiB, and the texts they embed.
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 
 function status(key) {
   const line = readFileSync("/proc/self/status", "utf8").split("\n").find((l) => l.startsWith(`${key}:`));
@@ -22,7 +22,8 @@ export function texts(collection, count) {
 /**
  * The options both runners take: --model DIR --texts FILE [--count 2000] [--batch 32]
  * [--threads 2] [--call N]: texts per embed call (default one batch, as a user's loop; the whole
- * count in one call lets the library order them by length).
+ * count in one call lets the library order them by length); [--vectors FILE]: also write the
+ * vectors there, in the texts' order, as float32 little-endian rows (after the measures).
  */
 export function options(argv) {
   const get = (name, fallback) => {
@@ -31,7 +32,7 @@ export function options(argv) {
   };
   const model = get("model");
   const collection = get("texts");
-  if (!model || !collection) throw new Error("usage: --model DIR --texts FILE [--count N] [--batch N] [--threads N] [--call N]");
+  if (!model || !collection) throw new Error("usage: --model DIR --texts FILE [--count N] [--batch N] [--threads N] [--call N] [--vectors FILE]");
   return {
     model,
     collection,
@@ -39,6 +40,7 @@ export function options(argv) {
     batch: Number(get("batch", 32)),
     threads: Number(get("threads", 2)),
     call: Number(get("call", get("batch", 32))),
+    vectors: get("vectors"),
   };
 }
 
@@ -52,11 +54,16 @@ export async function measure(runner, argv, open, embed) {
   const openMiB = residentMiB();
   const started = performance.now();
   let vectors = 0;
+  // Kept only with --vectors: a float32 copy of each (about 3 MB for 2,000 of MiniLM's 384).
+  const kept = [];
   for (let i = 0; i < all.length; i += job.call) {
-    vectors += (await embed(model, all.slice(i, i + job.call), job)).length;
+    const batch = await embed(model, all.slice(i, i + job.call), job);
+    vectors += batch.length;
+    if (job.vectors) for (const v of batch) kept.push(Float32Array.from(v));
   }
   const seconds = (performance.now() - started) / 1000;
   console.log(
     JSON.stringify({ runner, call: job.call, vectors, seconds, nodeMiB, openPeakMiB, openMiB, peakMiB: peakMiB(), afterMiB: residentMiB() }),
   );
+  if (job.vectors) writeFileSync(job.vectors, Buffer.concat(kept.map((v) => Buffer.from(v.buffer, v.byteOffset, v.byteLength))));
 }

@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // Embeds texts with all-MiniLM-L6-v2 through transformers.js (ONNX Runtime for Node), a batch at
-// a time, mean pooling; see embed-measure.mjs for what it prints. The package comes from
-// --modules DIR (a node_modules folder's parent), the ONNX model from --model DIR
-// (runners/export_onnx.py writes it).
+// a time, mean pooling then L2 normalisation (as xpm-torch's BiEncoder does by default and the
+// model's sentence-transformers modules do); see embed-measure.mjs for what it prints. The
+// package comes from --modules DIR (a node_modules folder's parent), the ONNX model from
+// --model DIR (runners/export_onnx.py writes it).
 import { createRequire } from "node:module";
 import { basename, dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -26,5 +27,5 @@ await measure(
       session_options: { intraOpNumThreads: job.threads, interOpNumThreads: 1 },
     });
   },
-  async (extractor, batch) => (await extractor(batch, { pooling: "mean", normalize: false })).tolist(),
+  async (extractor, batch) => (await extractor(batch, { pooling: "mean", normalize: true })).tolist(),
 );

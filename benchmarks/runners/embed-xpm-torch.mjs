@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// Embeds texts with all-MiniLM-L6-v2 through xpm-torch (a BiEncoder, mean pooling), a batch at
-// a time as a user's loop would; see embed-measure.mjs for what it prints.
+// Embeds texts with all-MiniLM-L6-v2 through xpm-torch (a BiEncoder: mean pooling, then L2
+// normalisation, its default), a batch at a time as a user's loop would (or --call N texts per
+// call); see embed-measure.mjs for what it prints.
 import { BiEncoder, HFEncoder, loadModel } from "../../dist/index.js";
 import { measure } from "./embed-measure.mjs";
 

@@ -16,7 +16,11 @@ To take the run apart, one ingredient at a time can be xpm-torch's instead of it
 --save-init DIR writes the model this run starts from (its own head) and exits, for xpm-torch to
 start from (text-ranking-job.mjs --model DIR).
 
-Prints one JSON object: {"seed", "mrr10": [before, after], "losses": [...], "seconds"}.
+Prints one JSON object: {"seed", "mrr10": [before, after], "losses": [...], "seconds" (the
+training steps only: no model loading, no validation), "stepsPerSecond" (steps over those
+seconds), "peakTrainingMiB" (the process's peak resident memory, VmHWM, before the last
+validation: setup and training), "peakMiB" (at the end, validation included)}: the last three
+as text-ranking-job.mjs names them.
 """
 import argparse
 import json
@@ -27,6 +31,8 @@ from pathlib import Path
 
 import torch
 from transformers import AutoModelForSequenceClassification, AutoTokenizer, get_linear_schedule_with_warmup
+
+from process_memory import peak_mib
 
 
 MASK = (1 << 64) - 1
@@ -159,8 +165,10 @@ def main():
         optimizer.zero_grad()
         losses.append(loss.item())
     seconds = time.time() - started
+    training_peak = peak_mib()
     after = mrr10(model, tokenizer, args.data, args.max_length)
-    print(json.dumps({"seed": args.seed, "mrr10": [before, after], "losses": losses, "seconds": seconds}))
+    print(json.dumps({"seed": args.seed, "mrr10": [before, after], "losses": losses, "seconds": seconds,
+                      "stepsPerSecond": args.steps / seconds, "peakTrainingMiB": training_peak, "peakMiB": peak_mib()}))
 
 
 if __name__ == "__main__":

@@ -1,12 +1,13 @@
 // Runtime settings tch does not expose: autocast on any device type with any dtype (tch's own
 // `autocast` is CUDA-only and fp16-only), the foreach gradient unscale of a loss scaler, the
-// float32 matmul precision and deterministic algorithms. Like shim.cpp, every entry point
+// float32 matmul precision, deterministic algorithms and inference mode. Like shim.cpp, every entry point
 // catches all exceptions and returns a malloc'ed message, or null on success.
 
 #include <ATen/Context.h>
 #include <ATen/autocast_mode.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/_amp_foreach_non_finite_check_and_unscale.h>
+#include <c10/core/InferenceMode.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -88,3 +89,16 @@ extern "C" char* xpm_set_deterministic(int enabled) {
 extern "C" char* xpm_deterministic(int* enabled) {
   XPM_FFI_GUARD(*enabled = at::globalContext().deterministicAlgorithms() ? 1 : 0)
 }
+
+// Enters inference mode on this thread (no autograd recording, no version counters or view
+// tracking on the tensors made); `*guard` is for `xpm_inference_mode_exit` on the same thread.
+extern "C" char* xpm_inference_mode_enter(void** guard) {
+  XPM_FFI_GUARD(*guard = new c10::InferenceMode(true))
+}
+
+// Leaves the inference mode `guard` entered, restoring the thread's previous state.
+extern "C" char* xpm_inference_mode_exit(void* guard) {
+  XPM_FFI_GUARD(delete static_cast<c10::InferenceMode*>(guard))
+}
+
+extern "C" int xpm_inference_mode_enabled() { return c10::InferenceMode::is_enabled() ? 1 : 0; }

@@ -11,3 +11,7 @@ pub use formats::*;
 pub use javascript::*;
 pub use samplers::*;
 pub use staging::*;
+
+/// The MS MARCO fixture's files and configurations, for the tests of the layers above.
+#[cfg(test)]
+pub(crate) use formats::msmarco::tests as msmarco_fixture;

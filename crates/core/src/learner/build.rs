@@ -502,7 +502,7 @@ fn ranking_listener(
         (AnyRankedDataset::TextRerankingDataset(t), _) => {
             let set = Arc::new(Reranking::open(t, &data_path)?);
             let encoding = text_encoding(sources.text, "TextRerankingDataset", &data_path)?;
-            (set.data.clone(), RankingInput::Texts { set, encoding })
+            (set.data.clone(), RankingInput::texts(set, encoding))
         }
         (_, features) => {
             let features =

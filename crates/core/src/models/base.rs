@@ -21,6 +21,29 @@ pub enum OutputType {
     LogProbability,
 }
 
+/// Scoring without gradients (see [`ScoringScope::enter`]).
+pub enum ScoringScope {
+    /// libtorch's inference mode: no autograd bookkeeping at all.
+    Inference(crate::runtime::InferenceMode),
+    /// `no_grad`, for models that are not [`Model::inference_mode_safe`].
+    NoGrad(tch::NoGradGuard),
+}
+
+impl ScoringScope {
+    /// Scores `model` without gradients on the calling thread until dropped: in inference
+    /// mode where the model allows it, else under `no_grad`.
+    ///
+    /// # Errors
+    /// A libtorch error entering inference mode.
+    pub fn enter(model: &dyn Model) -> Result<Self> {
+        Ok(if model.inference_mode_safe() {
+            ScoringScope::Inference(crate::runtime::InferenceMode::enter()?)
+        } else {
+            ScoringScope::NoGrad(tch::no_grad_guard())
+        })
+    }
+}
+
 /// A named trainable tensor of a model.
 #[derive(Debug)]
 pub struct NamedParameter {
@@ -56,6 +79,14 @@ pub trait Model: Send {
 
     /// Switches between training and evaluation behaviour (dropout, ...).
     fn set_training(&mut self, _training: bool) {}
+
+    /// Whether a forward in libtorch's inference mode leaves nothing behind that a later
+    /// training forward reads. A TorchScript module does not: its executor keeps what it
+    /// recorded of a run, and a training run after an inference-mode validation fails with
+    /// "Inference tensors cannot be saved for backward".
+    fn inference_mode_safe(&self) -> bool {
+        true
+    }
 
     /// The parameters its pretrained files lacked, drawn new when it was built (a
     /// cross-encoder's head over an encoder saved without one), as transformers reports the

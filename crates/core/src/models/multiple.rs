@@ -119,6 +119,10 @@ impl Model for MultipleModel {
         }
     }
 
+    fn inference_mode_safe(&self) -> bool {
+        self.entries.iter().all(|(_, m)| m.inference_mode_safe())
+    }
+
     fn new_weights(&self) -> Vec<String> {
         self.entries
             .iter()

@@ -76,6 +76,10 @@ impl Model for PlacedModel {
         self.inner.set_training(training);
     }
 
+    fn inference_mode_safe(&self) -> bool {
+        self.inner.inference_mode_safe()
+    }
+
     fn new_weights(&self) -> Vec<String> {
         self.inner.new_weights()
     }

@@ -68,6 +68,10 @@ impl Model for SigmoidOutput {
         self.model.set_training(training);
     }
 
+    fn inference_mode_safe(&self) -> bool {
+        self.model.inference_mode_safe()
+    }
+
     fn new_weights(&self) -> Vec<String> {
         self.model.new_weights()
     }

@@ -125,6 +125,10 @@ impl Model for TorchScriptModel {
         ))
     }
 
+    fn inference_mode_safe(&self) -> bool {
+        false
+    }
+
     fn set_training(&mut self, training: bool) {
         // Switching modes only fails for a module without a `train` method, which `load`
         // has already called successfully.

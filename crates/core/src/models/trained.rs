@@ -3,14 +3,14 @@
 
 use std::path::Path;
 
-use super::{build, load_weights, Model, MODEL_INIT_STREAM};
+use super::{build, load_weights, Model, ScoringScope, MODEL_INIT_STREAM};
 use crate::config::AnyModule;
-use crate::data::{EncodedRows, ScoreInput, TextEncoding, TokenTable};
+use crate::data::{longest_first, EncodedRows, ScoreInput, TextEncoding, TokenTable};
 use crate::rng::Rng;
 use crate::runtime::memory::{
     install_cpu_tensor_cache, release_cpu_tensor_cache, release_idle_cpu_tensors,
 };
-use crate::text::{TextInput, TextTokenizer};
+use crate::text::TextInput;
 use crate::{Error, Result};
 
 /// A trained model opened for scoring: built from its configuration, weights loaded, in
@@ -210,21 +210,7 @@ impl TrainedModel {
         let encoding = self.encoding()?;
         let _threads = self.use_threads();
         let (queries, documents) = (strs(queries), strs(documents));
-        let counts = match encoding {
-            TextEncoding::Pairs(tokenizer) => {
-                let pairs: Vec<TextInput> = queries
-                    .iter()
-                    .zip(&documents)
-                    .map(|(q, d)| TextInput::Pair(q, d))
-                    .collect();
-                token_counts(tokenizer, &pairs)?
-            }
-            TextEncoding::Separate { query, document } => {
-                let q = token_counts(query, &singles(&queries))?;
-                let d = token_counts(document, &singles(&documents))?;
-                q.iter().zip(&d).map(|(a, b)| a + b).collect()
-            }
-        };
+        let counts = encoding.token_counts(&queries, &documents)?;
         let mut scores = vec![0f32; queries.len()];
         for batch in longest_first(&counts).chunks(batch_size.max(1)) {
             let q: Vec<&str> = batch.iter().map(|&i| queries[i]).collect();
@@ -256,10 +242,10 @@ impl TrainedModel {
                 "a CrossEncoder scores pairs and does not embed texts: embed() needs a BiEncoder",
             )),
         };
-        let _no_grad = tch::no_grad_guard();
+        let _scope = ScoringScope::enter(self.model.as_ref())?;
         let _threads = self.use_threads();
         let texts = strs(texts);
-        let order = longest_first(&token_counts(tokenizer, &singles(&texts))?);
+        let order = longest_first(&tokenizer.token_counts(&singles(&texts))?);
         let mut vectors = vec![Vec::new(); texts.len()];
         for batch in order.chunks(batch_size.max(1)) {
             let inputs: Vec<TextInput> =
@@ -295,8 +281,8 @@ impl TrainedModel {
     }
 }
 
-/// Scores of every row of `input` by `model` on `device`, `batch_size` rows at a time,
-/// without gradients: for a model opened for scoring, or the model being trained (listeners
+/// Scores of every row of `input` by `model` on `device`, `batch_size` rows at a time, in
+/// inference mode where the model allows it (see [`ScoringScope`]): for a model opened for scoring, or the model being trained (listeners
 /// written in TypeScript score with it between epochs).
 ///
 /// # Errors
@@ -307,7 +293,7 @@ pub fn score_rows(
     input: &ScoreInput,
     batch_size: usize,
 ) -> Result<Vec<f32>> {
-    let _no_grad = tch::no_grad_guard();
+    let _scope = ScoringScope::enter(model)?;
     let rows = input.len();
     let mut scores = Vec::with_capacity(rows.max(0) as usize);
     let step = batch_size.max(1) as i64;
@@ -333,29 +319,6 @@ fn strs(texts: &[String]) -> Vec<&str> {
 
 fn singles<'a>(texts: &[&'a str]) -> Vec<TextInput<'a>> {
     texts.iter().map(|t| TextInput::Single(t)).collect()
-}
-
-/// Texts tokenised at once to count their tokens, without padding them all to the longest.
-const COUNTING_CHUNK: usize = 1024;
-
-/// The tokens of each input, special tokens included, as `tokenizer` cuts it.
-///
-/// # Errors
-/// A tokenizer error.
-fn token_counts(tokenizer: &TextTokenizer, inputs: &[TextInput]) -> Result<Vec<usize>> {
-    let mut counts = Vec::with_capacity(inputs.len());
-    for chunk in inputs.chunks(COUNTING_CHUNK) {
-        counts.extend(tokenizer.encode_batch(chunk)?.row_lengths());
-    }
-    Ok(counts)
-}
-
-/// The indices of `counts`, longest first (equal counts in the given order): batches of
-/// neighbours are padded to nearly their own lengths, as sentence-transformers sorts its inputs.
-fn longest_first(counts: &[usize]) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..counts.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(counts[i]));
-    order
 }
 
 /// `rows` feature vectors of `width` values stored row after row, as model input.
@@ -467,6 +430,39 @@ mod open_tests {
         assert_eq!(tch::get_num_threads(), 2);
         let err = open(0, Some(0)).err().unwrap().to_string();
         assert_eq!(err, "num_threads: must be at least 1");
+    }
+
+    use crate::runtime::InferenceMode;
+
+    /// A model that scores zeros and records whether it scored in inference mode.
+    struct Probe(std::sync::Mutex<Vec<bool>>);
+
+    impl Model for Probe {
+        fn forward(&self, input: &ScoreInput) -> Result<tch::Tensor> {
+            self.0.lock().unwrap().push(InferenceMode::is_enabled());
+            Ok(tch::Tensor::f_zeros(
+                [input.len()],
+                (tch::Kind::Float, tch::Device::Cpu),
+            )?)
+        }
+
+        fn named_parameters(&self) -> Vec<super::super::NamedParameter> {
+            Vec::new()
+        }
+
+        fn share(&mut self, _: &str, _: &str) -> Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn rows_are_scored_in_inference_mode() {
+        let probe = Probe(Default::default());
+        let input = features_input(&[0.0; 10], 5, 2).unwrap();
+        let scores = score_rows(&probe, tch::Device::Cpu, &input, 2).unwrap();
+        assert_eq!(scores, vec![0.0; 5]);
+        assert_eq!(*probe.0.lock().unwrap(), vec![true; 3]);
+        assert!(!InferenceMode::is_enabled());
     }
 
     #[test]

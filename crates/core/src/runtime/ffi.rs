@@ -1,5 +1,5 @@
-//! Calls into `cpp/autocast.cpp`: autocast state, the loss scaler's foreach unscale and the
-//! global float32/determinism settings of libtorch.
+//! Calls into `cpp/autocast.cpp`: autocast state, the loss scaler's foreach unscale, the
+//! global float32/determinism settings of libtorch and inference mode.
 
 use std::ffi::{c_char, c_int, c_void, CString};
 
@@ -32,6 +32,44 @@ extern "C" {
     fn xpm_float32_matmul_precision(precision: *mut c_int) -> *mut c_char;
     fn xpm_set_deterministic(enabled: c_int) -> *mut c_char;
     fn xpm_deterministic(enabled: *mut c_int) -> *mut c_char;
+    fn xpm_inference_mode_enter(guard: *mut *mut c_void) -> *mut c_char;
+    fn xpm_inference_mode_exit(guard: *mut c_void) -> *mut c_char;
+    fn xpm_inference_mode_enabled() -> c_int;
+}
+
+/// libtorch's inference mode on the calling thread while it lives: no gradients, and none of
+/// the bookkeeping `no_grad` still does for autograd (version counters, view tracking). What is
+/// computed under it must not enter a graph later: it serves scoring and embedding whose
+/// results leave as plain numbers.
+pub struct InferenceMode {
+    guard: *mut c_void,
+}
+
+impl InferenceMode {
+    /// Enters inference mode on this thread.
+    ///
+    /// # Errors
+    /// A libtorch error.
+    pub fn enter() -> Result<Self> {
+        let mut guard = std::ptr::null_mut();
+        // SAFETY: the out-pointer is valid for the call.
+        checked(unsafe { xpm_inference_mode_enter(&mut guard) })?;
+        Ok(InferenceMode { guard })
+    }
+
+    /// Whether the calling thread is in inference mode.
+    pub fn is_enabled() -> bool {
+        // SAFETY: reads a thread-local flag.
+        unsafe { xpm_inference_mode_enabled() != 0 }
+    }
+}
+
+impl Drop for InferenceMode {
+    fn drop(&mut self) {
+        // SAFETY: the guard this value entered, left once, on its own thread (the raw pointer
+        // keeps the type neither Send nor Sync). Deleting a guard does not throw.
+        let _ = checked(unsafe { xpm_inference_mode_exit(self.guard) });
+    }
 }
 
 /// The shim's device type code: 0 for the CPU, 1 for CUDA.
@@ -143,4 +181,26 @@ pub(crate) fn deterministic() -> Result<bool> {
     // SAFETY: the out-pointer is valid for the call.
     checked(unsafe { xpm_deterministic(&mut value) })?;
     Ok(value != 0)
+}
+
+#[cfg(test)]
+mod inference_mode_tests {
+    use super::*;
+
+    #[test]
+    fn inference_mode_holds_while_its_guard_lives_and_nests() {
+        assert!(!InferenceMode::is_enabled());
+        {
+            let _outer = InferenceMode::enter().unwrap();
+            assert!(InferenceMode::is_enabled());
+            {
+                let _inner = InferenceMode::enter().unwrap();
+                assert!(InferenceMode::is_enabled());
+            }
+            assert!(InferenceMode::is_enabled());
+            let x = Tensor::f_ones([2], (Kind::Float, Device::Cpu)).unwrap();
+            assert!(x.is_inference());
+        }
+        assert!(!InferenceMode::is_enabled());
+    }
 }

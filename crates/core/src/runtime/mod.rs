@@ -15,6 +15,7 @@ mod setup;
 pub use autocast::*;
 pub use cuda::*;
 pub use device::*;
+pub use ffi::InferenceMode;
 pub use generators::*;
 pub use precision::*;
 pub use scaler::*;

@@ -167,6 +167,20 @@ impl TextTokenizer {
         Ok((done, truncated))
     }
 
+    /// The tokens of each input, special tokens included, after truncation: tokenised a chunk
+    /// at a time, so that counting many texts never pads them all to the longest.
+    ///
+    /// # Errors
+    /// As [`TextTokenizer::encode_batch`].
+    pub fn token_counts(&self, inputs: &[TextInput]) -> Result<Vec<usize>> {
+        const CHUNK: usize = 1024;
+        let mut counts = Vec::with_capacity(inputs.len());
+        for chunk in inputs.chunks(CHUNK) {
+            counts.extend(self.encode_batch(chunk)?.row_lengths());
+        }
+        Ok(counts)
+    }
+
     /// Encodes `inputs` with special tokens, truncated and padded to the longest record.
     ///
     /// # Errors

@@ -8,10 +8,13 @@ use std::time::SystemTime;
 use crate::config::{IdTripletSamplerConfig, TextCollectionConfig, TextRerankingDatasetConfig};
 use crate::data::formats::text_triplets::strs;
 use crate::data::{
-    read_id_triplets, Entry, LtrDataset, Qrels, ScoreInput, TextCollection, TextEncoding, TrecRun,
-    TripletTexts, Truncation,
+    longest_first, read_id_triplets, Entry, LtrDataset, Qrels, ScoreInput, TextCollection,
+    TextEncoding, TrecRun, TripletTexts, Truncation,
 };
 use crate::{Error, Result};
+
+/// Candidates read and tokenised at once to count their tokens.
+const COUNTED_ROWS: usize = 1024;
 
 /// What tells an opened file from a changed one: its canonical path, length and modification
 /// time.
@@ -181,14 +184,38 @@ impl Reranking {
         rows: &[usize],
         encoding: &TextEncoding,
     ) -> Result<(ScoreInput, Truncation)> {
+        let (queries, documents) = self.texts(rows.iter().copied())?;
+        encoding.encode(&strs(&queries), &strs(&documents))
+    }
+
+    /// The candidates' row numbers, longest first as `encoding` cuts them (see
+    /// [`longest_first`]): scored in this order, a batch is padded to nearly its own lengths.
+    ///
+    /// # Errors
+    /// An I/O or tokenizer error.
+    pub fn longest_first(&self, encoding: &TextEncoding) -> Result<Vec<usize>> {
+        let mut counts = Vec::with_capacity(self.pairs.len());
+        let rows: Vec<usize> = (0..self.pairs.len()).collect();
+        for chunk in rows.chunks(COUNTED_ROWS) {
+            let (queries, documents) = self.texts(chunk.iter().copied())?;
+            counts.extend(encoding.token_counts(&strs(&queries), &strs(&documents))?);
+        }
+        Ok(longest_first(&counts))
+    }
+
+    /// The query and document texts of candidates `rows`.
+    fn texts(
+        &self,
+        rows: impl ExactSizeIterator<Item = usize>,
+    ) -> Result<(Vec<String>, Vec<String>)> {
         let mut queries = Vec::with_capacity(rows.len());
         let mut documents = Vec::with_capacity(rows.len());
-        for &r in rows {
+        for r in rows {
             let (q, d) = self.pairs[r];
             queries.push(self.queries.text(q)?);
             documents.push(self.documents.text(d)?);
         }
-        encoding.encode(&strs(&queries), &strs(&documents))
+        Ok((queries, documents))
     }
 }
 

@@ -272,8 +272,24 @@ impl Truncation {
     }
 }
 
+fn pairs<'a>(queries: &[&'a str], documents: &[&'a str]) -> Vec<TextInput<'a>> {
+    queries
+        .iter()
+        .zip(documents)
+        .map(|(q, d)| TextInput::Pair(q, d))
+        .collect()
+}
+
 fn singles<'a>(texts: &[&'a str]) -> Vec<TextInput<'a>> {
     texts.iter().map(|t| TextInput::Single(t)).collect()
+}
+
+/// The indices of `counts`, longest first (equal counts in the given order): batches of
+/// neighbours are padded to nearly their own lengths, as sentence-transformers sorts its inputs.
+pub fn longest_first(counts: &[usize]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..counts.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(counts[i]));
+    order
 }
 
 /// How a text model wants its (query, document) records encoded, with its tokenizers.
@@ -291,6 +307,22 @@ pub enum TextEncoding {
 }
 
 impl TextEncoding {
+    /// The tokens each (`queries[k]`, `documents[k]`) record takes as this encoding cuts it:
+    /// its pair, or its query and its document together.
+    ///
+    /// # Errors
+    /// A tokenizer error.
+    pub fn token_counts(&self, queries: &[&str], documents: &[&str]) -> Result<Vec<usize>> {
+        match self {
+            TextEncoding::Pairs(tokenizer) => tokenizer.token_counts(&pairs(queries, documents)),
+            TextEncoding::Separate { query, document } => {
+                let q = query.token_counts(&singles(queries))?;
+                let d = document.token_counts(&singles(documents))?;
+                Ok(q.iter().zip(&d).map(|(a, b)| a + b).collect())
+            }
+        }
+    }
+
     /// The model input for `queries[k]` with `documents[k]`, and how many inputs were cut.
     ///
     /// # Errors
@@ -302,12 +334,7 @@ impl TextEncoding {
         };
         Ok(match self {
             TextEncoding::Pairs(tokenizer) => {
-                let pairs: Vec<TextInput> = queries
-                    .iter()
-                    .zip(documents)
-                    .map(|(q, d)| TextInput::Pair(q, d))
-                    .collect();
-                let batch = tokenizer.encode_batch(&pairs)?;
+                let batch = tokenizer.encode_batch(&pairs(queries, documents))?;
                 (
                     ScoreInput::Encoded(EncodedTexts::Pairs(EncodedRows::from_batch(&batch)?)),
                     counted(batch.truncated, batch.rows),

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use tch::Tensor;
 
@@ -12,7 +12,7 @@ use super::validation::{BatchProgress, Bests, Measures, Validator};
 use super::RankMetric;
 use crate::data::{LtrDataset, Reranking, ScoreInput, TextEncoding, Truncation};
 use crate::learner::TrainerContext;
-use crate::models::Model;
+use crate::models::{Model, ScoringScope};
 use crate::Result;
 
 /// Rows scored per forward when the features are scored: a validation of many queries reports
@@ -23,10 +23,12 @@ const FEATURE_ROWS: usize = 8192;
 pub(crate) enum RankingInput {
     /// Every document's features (`documents × features`), scored a group of queries at a time.
     Features(Tensor),
-    /// A run's candidates, read, encoded and scored batch by batch.
+    /// A run's candidates, read, encoded and scored batch by batch, longest first.
     Texts {
         set: Arc<Reranking>,
         encoding: TextEncoding,
+        /// The candidates longest first, counted at the first validation.
+        order: OnceLock<Vec<usize>>,
     },
 }
 
@@ -74,6 +76,15 @@ fn score_features(
 }
 
 impl RankingInput {
+    /// A run's candidates to re-rank, encoded by `encoding`.
+    pub(crate) fn texts(set: Arc<Reranking>, encoding: TextEncoding) -> Self {
+        RankingInput::Texts {
+            set,
+            encoding,
+            order: OnceLock::new(),
+        }
+    }
+
     /// What [`RankingInput::scores`] reports: queries scored, or query-document pairs.
     fn unit(&self) -> &'static str {
         match self {
@@ -89,23 +100,37 @@ impl RankingInput {
         data: &LtrDataset,
         progress: &mut BatchProgress<'_>,
     ) -> Result<(Vec<f32>, Truncation)> {
-        let _no_grad = tch::no_grad_guard();
+        let _scope = ScoringScope::enter(model)?;
         match self {
             RankingInput::Features(features) => {
                 let scores =
                     score_features(model, features, &data.query_bounds, FEATURE_ROWS, progress)?;
                 Ok((scores, Truncation::default()))
             }
-            RankingInput::Texts { set, encoding } => {
-                let mut scores = Vec::with_capacity(set.pairs.len());
+            RankingInput::Texts {
+                set,
+                encoding,
+                order,
+            } => {
+                let order = match order.get() {
+                    Some(order) => order,
+                    None => {
+                        let counted = set.longest_first(encoding)?;
+                        order.get_or_init(|| counted)
+                    }
+                };
+                let mut scores = vec![0f32; set.pairs.len()];
                 let mut cut = Truncation::default();
-                let rows: Vec<usize> = (0..set.pairs.len()).collect();
-                let total = rows.len() as u64;
-                for chunk in rows.chunks(set.batch_size) {
+                let (mut done, total) = (0, order.len() as u64);
+                for chunk in order.chunks(set.batch_size.max(1)) {
                     let (input, truncated) = set.encode(chunk, encoding)?;
-                    scores.extend(Vec::<f32>::try_from(model.forward(&input)?)?);
+                    let batch = Vec::<f32>::try_from(model.forward(&input)?)?;
+                    for (&row, score) in chunk.iter().zip(batch) {
+                        scores[row] = score;
+                    }
                     cut = cut.plus(truncated);
-                    progress(scores.len() as u64, total)?;
+                    done += chunk.len() as u64;
+                    progress(done, total)?;
                 }
                 Ok((scores, cut))
             }
@@ -182,6 +207,7 @@ mod tests {
     use crate::config::MlpScorerConfig;
     use crate::models::MlpScorer;
     use crate::rng::Rng;
+    use crate::runtime::InferenceMode;
 
     #[test]
     fn queries_are_grouped_up_to_a_row_count_a_larger_one_alone() {
@@ -225,6 +251,91 @@ mod tests {
         assert_eq!(scores.len(), 18);
         for (a, b) in scores.iter().zip(&whole) {
             assert!((a - b).abs() < 1e-6, "{a} vs {b}");
+        }
+    }
+
+    /// A model that records the shape of every batch it scores, and whether it scored it in
+    /// inference mode.
+    struct Recording {
+        inner: Box<dyn Model>,
+        shapes: std::sync::Mutex<Vec<(i64, i64)>>,
+        inference: std::sync::Mutex<Vec<bool>>,
+    }
+
+    impl Model for Recording {
+        fn forward(&self, input: &ScoreInput) -> Result<Tensor> {
+            if let ScoreInput::Encoded(crate::data::EncodedTexts::Pairs(rows)) = input {
+                let size = rows.ids.size();
+                self.shapes.lock().unwrap().push((size[0], size[1]));
+            }
+            self.inference
+                .lock()
+                .unwrap()
+                .push(InferenceMode::is_enabled());
+            self.inner.forward(input)
+        }
+
+        fn named_parameters(&self) -> Vec<crate::models::NamedParameter> {
+            self.inner.named_parameters()
+        }
+
+        fn share(&mut self, target: &str, source: &str) -> Result<()> {
+            self.inner.share(target, source)
+        }
+    }
+
+    /// Re-ranking validation scored candidates in the run's order, each batch padded to its
+    /// longest pair (#39): it now scores them longest first and puts the scores back.
+    #[test]
+    fn reranked_candidates_are_scored_longest_first_and_reported_in_the_runs_order() {
+        use crate::data::msmarco_fixture::{fixture, reranking_config};
+        let config: crate::config::AnyModule = serde_json::from_str(&format!(
+            r#"{{"__xpmtype__":"xpm_torch.models.CrossEncoder","max_length":64,
+                "encoder":{{"__xpmtype__":"xpm_torch.models.HFEncoder","id":"tiny-bert","path":"{}"}}}}"#,
+            concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/hf/bert")
+        ))
+        .unwrap();
+        let mut inner = crate::models::build(&config, &mut Rng::new(1), "model").unwrap();
+        inner.set_training(false);
+        let model = Recording {
+            inner,
+            shapes: Default::default(),
+            inference: Default::default(),
+        };
+        let encoding = crate::models::hf::text_encoding(&config, "m")
+            .unwrap()
+            .unwrap();
+        let mut set =
+            Reranking::open(&reranking_config(fixture("run.dev.trec"), None), "d").unwrap();
+        set.batch_size = 4;
+        let set = Arc::new(set);
+        let input = RankingInput::texts(set.clone(), encoding.clone());
+        let mut reported = Vec::new();
+        let mut progress = |done, total| {
+            reported.push((done, total));
+            Ok(())
+        };
+        let (scores, cut) = input.scores(&model, &set.data, &mut progress).unwrap();
+        let rows = set.pairs.len();
+        assert_eq!(cut.inputs, rows as u64);
+        assert_eq!(reported.last(), Some(&(rows as u64, rows as u64)));
+        let shapes = model.shapes.lock().unwrap().clone();
+        assert_eq!(shapes.iter().map(|s| s.0).sum::<i64>(), rows as i64);
+        assert!(
+            shapes.windows(2).all(|w| w[0].1 >= w[1].1),
+            "batches longest first: {shapes:?}"
+        );
+        // Nothing learns from validation scores: no autograd bookkeeping (#39).
+        assert!(model.inference.lock().unwrap().iter().all(|&on| on));
+        assert!(!InferenceMode::is_enabled());
+        let _no_grad = tch::no_grad_guard();
+        for (row, score) in scores.iter().enumerate() {
+            let (one, _) = set.encode(&[row], &encoding).unwrap();
+            let alone = Vec::<f32>::try_from(model.inner.forward(&one).unwrap()).unwrap()[0];
+            assert!(
+                (score - alone).abs() < 1e-5,
+                "row {row}: {score} vs {alone}"
+            );
         }
     }
 }

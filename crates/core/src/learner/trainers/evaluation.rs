@@ -35,7 +35,7 @@ impl LossSet {
         warn: &mut dyn FnMut(String),
         progress: &mut dyn FnMut(u64, u64) -> Result<()>,
     ) -> Result<(f64, BTreeMap<String, f64>)> {
-        let _no_grad = tch::no_grad_guard();
+        let _scope = crate::models::ScoringScope::enter(model)?;
         // The running sums: metrics, weighted total, pair count.
         let sums = RefCell::new((Metrics::default(), 0.0f64, 0i64));
         let chunk = batching.batch_size.max(1);

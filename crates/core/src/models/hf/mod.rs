@@ -1,6 +1,7 @@
 //! Pretrained encoders read from Hugging Face directories (BERT, RoBERTa, XLM-RoBERTa,
 //! DistilBERT, ELECTRA), written over tch with Hugging Face's parameter names.
 
+mod by_length;
 mod config;
 mod encoder;
 mod export;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use tch::{Kind, Tensor};
 
+use super::by_length::by_length;
 use super::config::EncoderSettings;
 use super::encoder::{first_token, masked_mean, EncoderInput};
 use super::model::{HfEncoderModel, HfSequenceClassifier};
@@ -152,10 +153,10 @@ impl CrossEncoder {
 impl Model for CrossEncoder {
     fn forward(&self, input: &ScoreInput) -> Result<Tensor> {
         match input.encoded("CrossEncoder")? {
-            EncodedTexts::Pairs(rows) => Ok(self
-                .model
-                .logits(&self::input(rows), self.training)?
-                .f_squeeze_dim(-1)?),
+            EncodedTexts::Pairs(rows) => Ok(by_length(rows, |rows| {
+                self.model.logits(&self::input(rows), self.training)
+            })?
+            .f_squeeze_dim(-1)?),
             EncodedTexts::Separate { .. } => Err(Error::config(
                 "learner.model",
                 "CrossEncoder scores (query, document) pairs encoded together, but the data \
@@ -249,12 +250,14 @@ impl BiEncoder {
             (Some(q), true) => q,
             _ => &self.document,
         };
-        let input = input(rows);
-        let hidden = encoder.hidden(&input, self.training)?;
-        let pooled = match self.pooling {
-            Pooling::Mean => masked_mean(&hidden, &input.mask)?,
-            Pooling::Cls => first_token(&hidden)?,
-        };
+        let pooled = by_length(rows, |rows| {
+            let input = input(rows);
+            let hidden = encoder.hidden(&input, self.training)?;
+            match self.pooling {
+                Pooling::Mean => masked_mean(&hidden, &input.mask),
+                Pooling::Cls => first_token(&hidden),
+            }
+        })?;
         if self.normalize {
             normalized(&pooled)
         } else {

@@ -658,3 +658,94 @@ fn a_run_with_a_max_length_beyond_the_positions_fails_before_any_step() {
         "{err}"
     );
 }
+
+/// A batch of short and long texts runs in length groups (#39): each row's score, and the
+/// gradient of a loss over the whole batch, are those of the rows scored one at a time, with
+/// no padding at all.
+#[test]
+fn a_batch_in_length_groups_scores_and_trains_as_its_rows_one_at_a_time() {
+    let long = "the river runs through the old city and on to the sea ".repeat(6);
+    let queries: Vec<String> = (0..12).map(|i| format!("question {i}")).collect();
+    let documents: Vec<String> = (0..12)
+        .map(|i| {
+            if i % 3 == 0 {
+                format!("{long}{i}")
+            } else {
+                format!("short {i}")
+            }
+        })
+        .collect();
+    let (queries, documents) = (
+        queries.iter().map(String::as_str).collect::<Vec<_>>(),
+        documents.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    let weights: Vec<f32> = (0..12).map(|i| 1.0 + i as f32 / 4.0).collect();
+    for name in ARCHITECTURES {
+        for model_json in [
+            format!(
+                r#"{{"__xpmtype__":"xpm_torch.models.CrossEncoder","encoder":{},"max_length":64}}"#,
+                encoder_json(name)
+            ),
+            format!(
+                r#"{{"__xpmtype__":"xpm_torch.models.BiEncoder","encoder":{},"pooling":"mean","normalize":true,"similarity":"dot","max_length":64}}"#,
+                encoder_json(name)
+            ),
+        ] {
+            let config: crate::config::AnyModule = serde_json::from_str(&model_json).unwrap();
+            let mut model = crate::models::build(&config, &mut Rng::new(1), "model").unwrap();
+            model.set_training(false);
+            let encoding = text_encoding(&config, "model").unwrap().unwrap();
+            let params = model.named_parameters();
+            // The weighted sum of the scores, and the gradients of every parameter.
+            let run = |rows: &[usize]| -> (Vec<f32>, Vec<Tensor>) {
+                let q: Vec<&str> = rows.iter().map(|&r| queries[r]).collect();
+                let d: Vec<&str> = rows.iter().map(|&r| documents[r]).collect();
+                let w: Vec<f32> = rows.iter().map(|&r| weights[r]).collect();
+                let (input, _) = encoding.encode(&q, &d).unwrap();
+                for p in &params {
+                    let mut grad = p.tensor.grad();
+                    if grad.defined() {
+                        let _ = grad.zero_();
+                    }
+                }
+                let scores = model.forward(&input).unwrap();
+                (scores.shallow_clone() * Tensor::from_slice(&w))
+                    .sum(Kind::Float)
+                    .backward();
+                // Parameters the score does not reach (a BiEncoder's pooler) have none.
+                let grads = params
+                    .iter()
+                    .map(|p| {
+                        let g = p.tensor.grad();
+                        if g.defined() {
+                            g.copy()
+                        } else {
+                            p.tensor.zeros_like()
+                        }
+                    })
+                    .collect();
+                (Vec::<f32>::try_from(scores.detach()).unwrap(), grads)
+            };
+            let all: Vec<usize> = (0..12).collect();
+            let (scores, grads) = run(&all);
+            let mut alone_grads: Option<Vec<Tensor>> = None;
+            for &r in &all {
+                let (score, g) = run(&[r]);
+                assert!(
+                    (score[0] - scores[r]).abs() < 1e-5,
+                    "{name} {model_json} row {r}"
+                );
+                alone_grads = Some(match alone_grads {
+                    None => g,
+                    Some(sum) => sum.iter().zip(&g).map(|(a, b)| a + b).collect(),
+                });
+            }
+            for ((p, a), b) in params.iter().zip(&grads).zip(alone_grads.unwrap()) {
+                // Relative to the gradient's scale: sums of twelve rows' products round apart.
+                let scale = a.abs().max().double_value(&[]).max(1.0);
+                let d = max_diff(a, &b) / scale;
+                assert!(d < 1e-5, "{name} {model_json} {}: {d}", p.name);
+            }
+        }
+    }
+}
