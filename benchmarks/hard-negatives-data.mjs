@@ -2,7 +2,8 @@
 // Writes a text ranking data set in the MS MARCO layout whose every training negative is hard,
 // the same for every machine:
 //   collection.tsv, queries.train.tsv, queries.dev.tsv, triples.train.tsv (ids), qrels.dev.tsv,
-//   run.dev.trec
+//   run.dev.trec, and the training triplets as a run to re-rank: qrels.train.tsv (each training
+//   query's positive) and run.train.trec (its positive and its three negatives), for slates
 // The world is invented: made-up entities (countries, rivers, people...) each with a value for
 // every attribute of its kind, all words of no language, so the pretrained model knows none of
 // the answers. A passage states one attribute of one entity in one template sentence ("The
@@ -129,6 +130,13 @@ export function generate(out, { devQueries = 100, depth = 20, long = false } = {
   writeFileSync(join(out, "queries.dev.tsv"), lines(dev.map((f, i) => [devId(i), query(f)])));
   const triples = train.flatMap((f, i) => shuffle(hard(f), random).slice(0, 3).map((n) => [1 + i, idOf.get(f), idOf.get(n)]));
   writeFileSync(join(out, "triples.train.tsv"), lines(triples));
+  // The same triplets as judged candidates, with no draw of their own (the other files stay as
+  // they were): a query's positive ranked first, then its negatives in their triplets' order.
+  const trainRun = new Map();
+  for (const [qid, positive, negative] of triples) trainRun.set(qid, [...(trainRun.get(qid) ?? [positive]), negative]);
+  writeFileSync(join(out, "qrels.train.tsv"), [...trainRun].map(([qid, [positive]]) => `${qid} 0 ${positive} 1`).join("\n") + "\n");
+  const runLines = [...trainRun].flatMap(([qid, docs]) => docs.map((doc, rank) => `${qid} Q0 ${doc} ${rank + 1} ${(100 - rank).toFixed(2)} triplets`));
+  writeFileSync(join(out, "run.train.trec"), runLines.join("\n") + "\n");
   const qrels = [];
   const run = [];
   dev.forEach((f, i) => {

@@ -10,6 +10,11 @@
 # Usage: bash benchmarks/hard-negatives.sh [campaign ...]   (default: main)
 #   main, main-100, main-200   both sides, 60 / 100 / 200 steps
 #   long                       both sides, MS MARCO-length passages truncated to max_length 128
+#   listwise                   both sides, a loss comparing the documents of a query: ListNet over
+#                              slates of a training query's positive and its 3 hard negatives,
+#                              8 slates a step (the 32 pairs of 16 triplets)
+#   bf16                       both sides in mixed precision: xpm-torch bf16-mixed, the reference
+#                              under CPU autocast to bfloat16 (a CPU with native bf16 is faster)
 #   Each ingredient of the reference's run in turn xpm-torch's (60 steps):
 #   reference-passes           the reference drawing shuffled passes, as xpm-torch does
 #   reference-our-head         the reference starting from the head xpm-torch draws for the seed
@@ -19,7 +24,9 @@
 #   ingredients                no training: the heads and orders each side draws for 100 seeds,
 #                              compared (hard_negatives_ingredients.py), in results/hard-negatives-ingredients.md
 # SEEDS (default 0-19) chooses the seeds; PARALLEL (2) and THREADS (1) how runs share the cores.
-# Your own data: DATA=DIR (the MS MARCO layout of hard-negatives-data.mjs) and MODEL=DIR.
+# Your own data: DATA=DIR (the MS MARCO layout of hard-negatives-data.mjs; listwise also reads
+# qrels.train.tsv and run.train.trec, the training queries' judged candidates) and MODEL=DIR.
+# BUILD=0 skips `npm run build` (a campaign beside work on the tree runs the build it started with).
 set -euo pipefail
 
 python_packages=(transformers tokenizers scipy)
@@ -27,13 +34,13 @@ python_imports="transformers, tokenizers, scipy"
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 
 provision_python
-(cd "$root" && npm run build >&2)
+[[ "${BUILD:-1}" == 0 ]] || (cd "$root" && npm run build >&2)
 model="${MODEL:-$(cd "$root" && node scripts/minilm.mjs | tail -n 1)}"
 seeds="${SEEDS:-0-19}"
 out="$root/benchmarks/results/hard-negatives.jsonl"
 data_of() {
   local dir="$cache/bench-data/hard-negatives${1:+-$1}"
-  [[ -f "$dir/run.dev.trec" ]] || node "$root/benchmarks/hard-negatives-data.mjs" "$dir" ${1:+--$1} >&2
+  [[ -f "$dir/run.train.trec" ]] || node "$root/benchmarks/hard-negatives-data.mjs" "$dir" ${1:+--$1} >&2
   echo "$dir"
 }
 data="${DATA:-$(data_of)}"
@@ -72,6 +79,8 @@ for name in "${@:-main}"; do
     main-100) campaign main 100 "$both" "" "--draw replacement" ;;
     main-200) campaign main 200 "$both" "" "--draw replacement" ;;
     long) campaign long 60 "$both" "" "--draw replacement" "$(data_of long)" ;;
+    listwise) campaign listwise 60 "$both" "--loss listnet --batch-size 8" "--loss listnet --batch-size 8 --draw replacement" ;;
+    bf16) campaign bf16 60 "$both" "--precision bf16-mixed" "--autocast bf16 --draw replacement" ;;
     reference-passes) campaign passes 60 reference "" "--draw passes" ;;
     reference-our-head)
       prepare_inits xpm-torch
@@ -98,4 +107,13 @@ done
   --compare reference/our-head/60=reference/main/60 \
   --compare reference/our-order/60=reference/main/60 \
   --compare xpm-torch/main/60=reference/our-head-order/60 \
-  --compare xpm-torch/reference-head/60=xpm-torch/main/60
+  --compare xpm-torch/reference-head/60=xpm-torch/main/60 \
+  --compare reference/our-head-order/60=reference/main/60 \
+  --compare xpm-torch/bf16/60=xpm-torch/main/60 \
+  --compare reference/bf16/60=reference/main/60 \
+  --paired xpm-torch/main/60=reference/our-head-order/60 \
+  --paired xpm-torch/main/60=reference/our-head/60 \
+  --paired xpm-torch/main/60=reference/our-order/60 \
+  --paired xpm-torch/reference-head/60=reference/main/60 \
+  --paired xpm-torch/main/60=reference/main/60 \
+  --paired xpm-torch/bf16/60=xpm-torch/main/60

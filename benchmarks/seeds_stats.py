@@ -7,8 +7,13 @@ ratio of standard deviations).
 
 Groups are named `side/variant/steps`. By default each variant and length compares xpm-torch
 with the reference; --compare A=B adds a comparison of any two groups (when both have runs).
+--paired A=B compares two groups seed by seed, over the seeds both have: the mean of the
+differences with its 95 % t interval, the paired t test, the standard deviation of the
+differences, and Pearson's correlation of the two (with its p): how much of a seed's outcome the
+two runs of a seed share (a fixed ingredient makes them correlate).
 
-Usage: python benchmarks/seeds_stats.py FILE.jsonl [...] [--compare A=B ...] [--markdown OUT.md]
+Usage: python benchmarks/seeds_stats.py FILE.jsonl [...] [--compare A=B ...] [--paired A=B ...]
+  [--markdown OUT.md]
 """
 import argparse
 import json
@@ -68,6 +73,25 @@ def compare(a, b, rng):
     }
 
 
+def paired(a, b):
+    """Seed-by-seed comparison of two groups ({seed: value}) over their common seeds."""
+    seeds = sorted(set(a) & set(b))
+    x, y = np.array([a[s] for s in seeds]), np.array([b[s] for s in seeds])
+    d = x - y
+    n = len(d)
+    half = stats.t.ppf(0.975, n - 1) * d.std(ddof=1) / math.sqrt(n)
+    r = stats.pearsonr(x, y)
+    return {
+        "n": n,
+        "mean_diff": d.mean(),
+        "mean_diff_ci": (d.mean() - half, d.mean() + half),
+        "paired_p": stats.ttest_rel(x, y).pvalue,
+        "sd_diff": d.std(ddof=1),
+        "r": r.statistic,
+        "r_p": r.pvalue,
+    }
+
+
 def fmt(x):
     return f"{x:.3f}"
 
@@ -80,14 +104,16 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("files", nargs="+")
     parser.add_argument("--compare", action="append", default=[], help="A=B, each side/variant/steps")
+    parser.add_argument("--paired", action="append", default=[], help="A=B, compared seed by seed")
     parser.add_argument("--markdown")
     args = parser.parse_args()
-    groups = defaultdict(list)
+    by_seed = defaultdict(dict)
     for path in args.files:
         for line in open(path):
             if line.strip():
                 r = json.loads(line)
-                groups[f"{r['side']}/{r['variant']}/{r['steps']}"].append(r["mrr10"])
+                by_seed[f"{r['side']}/{r['variant']}/{r['steps']}"][r["seed"]] = r["mrr10"]
+    groups = {name: list(runs.values()) for name, runs in by_seed.items()}
     pairs = []
     for name in sorted(groups):
         side, variant, steps = name.split("/")
@@ -120,6 +146,20 @@ def main():
             f"| {a} vs {b} | {c['mean_diff']:+.3f} {interval(c['mean_diff_ci'])} | {c['welch_p']:.3f} | {c['permutation_p']:.3f} "
             f"| {c['variance_ratio']:.2f} [{c['variance_ratio_ci'][0]:.2f}, {c['variance_ratio_ci'][1]:.2f}] | {c['f_p']:.3f} "
             f"| {c['brown_forsythe_p']:.3f} | {interval(c['sd_ratio_bootstrap_ci'])} |"
+        )
+    matched = [(a, b) for a, b in (c.split("=") for c in args.paired) if a in groups and b in groups]
+    if matched:
+        lines += [
+            "",
+            "| A vs B, seed by seed | seeds | mean of A − B [95 % CI] | paired t p | sd of A − B | Pearson r (p) |",
+            "|---|---|---|---|---|---|",
+        ]
+    for a, b in matched:
+        p = paired(by_seed[a], by_seed[b])
+        results[f"{a}~{b}"] = p
+        lines.append(
+            f"| {a} vs {b} | {p['n']} | {p['mean_diff']:+.3f} {interval(p['mean_diff_ci'])} | {p['paired_p']:.3f} "
+            f"| {p['sd_diff']:.3f} | {p['r']:.2f} ({p['r_p']:.3f}) |"
         )
     text = "\n".join(lines) + "\n"
     print(text)

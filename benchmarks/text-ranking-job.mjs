@@ -7,7 +7,11 @@
 //
 // Usage: node benchmarks/text-ranking-job.mjs --data DIR --model DIR [--seed 0] [--epochs 3]
 //   [--steps-per-epoch 20] [--threads 2] [--max-length 128] [--no-start-validation]
-//   [--workspace DIR] [--progress]
+//   [--workspace DIR] [--progress] [--batch-size 16] [--loss pairwise|listnet] [--slate-length 4]
+//   [--precision 32-true|bf16-mixed]
+// --loss listnet trains on slates instead of triplets: SlateSampler over the training queries'
+// judged candidates (qrels.train.tsv, run.train.trec: a positive and its hard negatives), a
+// batch of --batch-size slates, ListNetLoss (a loss comparing the documents of a slate).
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -21,11 +25,13 @@ import {
   IdTripletSampler,
   Learner,
   LinearWithWarmup,
+  ListNetLoss,
   LossTrainer,
   PairwiseCrossEntropyLoss,
   ParameterOptimizer,
   Random,
   RankingValidationListener,
+  SlateSampler,
   TextCollection,
   TextRerankingDataset,
   TrecQrels,
@@ -54,25 +60,49 @@ function options(argv) {
     startValidation: !argv.includes("--no-start-validation"),
     workspace: get("workspace", mkdtempSync(join(tmpdir(), "xpm-text-ranking-"))),
     progress: argv.includes("--progress"),
+    batchSize: Number(get("batch-size", 16)),
+    loss: get("loss", "pairwise"),
+    slateLength: Number(get("slate-length", 4)),
+    precision: get("precision"),
   };
 }
 
-/** The Learner: pairwise cross-entropy, AdamW 3e-5 (decay 0.01), 10 % linear warm-up then linear decay. */
+/** The training data and its loss: triplets and pairwise cross-entropy, or slates and ListNet. */
+function samplerAndLoss(job, file, documents) {
+  if ((job.loss ?? "pairwise") === "pairwise") {
+    const sampler = IdTripletSampler.C({
+      queries: file("train-queries", "queries.train.tsv"),
+      documents,
+      triplets: IdTripletFile.C({ id: "triples", path: join(job.data, "triples.train.tsv") }),
+    });
+    return { sampler, loss: PairwiseCrossEntropyLoss.C({}) };
+  }
+  if (job.loss !== "listnet") throw new Error(`--loss ${job.loss}: pairwise or listnet`);
+  const sampler = SlateSampler.C({
+    dataset: TextRerankingDataset.C({
+      queries: file("train-queries", "queries.train.tsv"),
+      documents,
+      qrels: TrecQrels.C({ id: "train-qrels", path: join(job.data, "qrels.train.tsv") }),
+      run: TrecRun.C({ id: "train-run", path: join(job.data, "run.train.trec") }),
+    }),
+    slate_length: job.slateLength ?? 4,
+  });
+  return { sampler, loss: ListNetLoss.C({}) };
+}
+
+/** The Learner: pairwise cross-entropy (or ListNet), AdamW 3e-5 (decay 0.01), 10 % linear warm-up then linear decay. */
 export function textRankingLearner(job) {
   const file = (id, name) => TextCollection.C({ id, path: join(job.data, name) });
   const documents = file("passages", "collection.tsv");
+  const { sampler, loss } = samplerAndLoss(job, file, documents);
   const total = job.epochs * job.stepsPerEpoch;
   return Learner.C({
     random: Random.C({ seed: job.seed }),
     model: CrossEncoder.C({ encoder: HFEncoder.C({ id: "all-MiniLM-L6-v2", path: job.model }), max_length: job.maxLength ?? 128 }),
     trainer: LossTrainer.C({
-      sampler: IdTripletSampler.C({
-        queries: file("train-queries", "queries.train.tsv"),
-        documents,
-        triplets: IdTripletFile.C({ id: "triples", path: join(job.data, "triples.train.tsv") }),
-      }),
-      batch_size: 16,
-      hooks: [PairwiseCrossEntropyLoss.C({})],
+      sampler,
+      batch_size: job.batchSize ?? 16,
+      hooks: [loss],
     }),
     optimizers: [
       ParameterOptimizer.C({
@@ -83,7 +113,7 @@ export function textRankingLearner(job) {
     max_epochs: job.epochs,
     steps_per_epoch: job.stepsPerEpoch,
     validate_at_start: job.startValidation ?? true,
-    fabric_config: FabricConfiguration.C({ num_threads: job.threads }),
+    fabric_config: FabricConfiguration.C({ num_threads: job.threads, ...(job.precision ? { precision: job.precision } : {}) }),
     listeners: [
       RankingValidationListener.C({
         id: "dev",

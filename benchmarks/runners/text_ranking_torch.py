@@ -13,6 +13,13 @@ To take the run apart, one ingredient at a time can be xpm-torch's instead of it
   --draw xpm-torch  the triplets in the order xpm-torch's IdTripletSampler takes them for --seed
                     (shuffled passes of SplitMix64, as crates/core/src/rng.rs draws them);
   --dropout 0       no dropout at all (every dropout probability of the config at 0).
+--loss listnet trains on slates instead of triplets, as text-ranking-job.mjs --loss listnet: per
+step --batch-size slates (each a training query's judged candidates of run.train.trec, graded by
+qrels.train.tsv: its positive and its hard negatives) drawn with replacement (or in shuffled
+passes), ListNet as allRank computes it (−Σ softmax(grades) · log(softmax(scores) + 1e-10), the mean
+over slates). --batch-size (16) is triplets or slates per step. --autocast bf16 runs every forward
+(validation included) under CPU autocast to bfloat16, as PyTorch users train in mixed precision.
+
 --save-init DIR writes the model this run starts from (its own head) and exits, for xpm-torch to
 start from (text-ranking-job.mjs --model DIR).
 
@@ -23,6 +30,7 @@ validation: setup and training), "peakMiB" (at the end, validation included)}: t
 as text-ranking-job.mjs names them.
 """
 import argparse
+import contextlib
 import json
 import random
 import time
@@ -83,7 +91,45 @@ def read_texts(path):
     return dict(line.rstrip("\n").split("\t", 1) for line in open(path, encoding="utf-8"))
 
 
-def mrr10(model, tokenizer, data, max_length, batch=64):
+def precision(autocast):
+    """The context of a forward: CPU autocast to bfloat16, or none."""
+    if autocast == "bf16":
+        return torch.autocast("cpu", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def logits(model, enc, autocast):
+    """The one-label logits of a tokenised batch, in float32."""
+    with precision(autocast):
+        return model(**enc).logits[:, 0].float()
+
+
+def slates(data):
+    """The training slates: per judged query of run.train.trec, its candidates and their grades
+    (a query whose candidates all share a grade is left out, as SlateSampler does)."""
+    grades = defaultdict(dict)
+    for line in open(data / "qrels.train.tsv"):
+        qid, _, doc, grade = line.split()
+        grades[qid][doc] = int(grade)
+    candidates = defaultdict(list)
+    for line in open(data / "run.train.trec"):
+        qid, _, doc, *_ = line.split()
+        candidates[qid].append(doc)
+    out = []
+    for qid, docs in candidates.items():
+        labels = [grades[qid].get(doc, 0) for doc in docs]
+        if qid in grades and len(set(labels)) > 1:
+            out.append((qid, docs, labels))
+    return out
+
+
+def listnet(scores, labels):
+    """allRank's ListNet over equal-length slates, the mean over slates."""
+    predicted = torch.log(torch.softmax(scores, dim=1) + 1e-10)
+    return -(torch.softmax(labels, dim=1) * predicted).sum(dim=1).mean()
+
+
+def mrr10(model, tokenizer, data, max_length, batch=64, autocast=None):
     queries, documents = read_texts(data / "queries.dev.tsv"), read_texts(data / "collection.tsv")
     relevant = defaultdict(set)
     for line in open(data / "qrels.dev.tsv"):
@@ -102,7 +148,7 @@ def mrr10(model, tokenizer, data, max_length, batch=64):
             chunk = pairs[start:start + batch]
             enc = tokenizer([queries[q] for q, _ in chunk], [documents[d] for _, d in chunk],
                             truncation="longest_first", max_length=max_length, padding=True, return_tensors="pt")
-            scores.extend(model(**enc).logits[:, 0].tolist())
+            scores.extend(logits(model, enc, autocast).tolist())
     model.train()
     by_query = defaultdict(list)
     for (qid, doc), score in zip(pairs, scores):
@@ -112,6 +158,28 @@ def mrr10(model, tokenizer, data, max_length, batch=64):
         ranked = [doc for _, doc in sorted(scored, key=lambda x: -x[0])][:10]
         total += next((1.0 / (i + 1) for i, doc in enumerate(ranked) if doc in relevant[qid]), 0.0)
     return total / len(by_query)
+
+
+def slate_loss(model, tokenizer, batch, queries, documents, args, rng):
+    """ListNet over a batch of slates, each cut to --slate-length candidates (one of its top grade
+    kept) and shuffled, all scored in one forward."""
+    cut = []
+    for qid, docs, labels in batch:
+        chosen = list(range(len(docs)))
+        rng.shuffle(chosen)
+        chosen = chosen[:args.slate_length]
+        top = max(labels)
+        if all(labels[i] != top for i in chosen):
+            chosen[0] = next(i for i, g in enumerate(labels) if g == top)
+        cut.append((qid, [docs[i] for i in chosen], [labels[i] for i in chosen]))
+    width = min(len(docs) for _, docs, _ in cut)
+    if any(len(docs) != width for _, docs, _ in cut):
+        raise SystemExit("slates of unequal lengths: this runner needs every slate as long as --slate-length")
+    enc = tokenizer([queries[qid] for qid, docs, _ in cut for _ in docs], [documents[d] for _, docs, _ in cut for d in docs],
+                    truncation="longest_first", max_length=args.max_length, padding=True, return_tensors="pt")
+    scores = logits(model, enc, args.autocast).view(len(cut), width)
+    labels = torch.tensor([labels for _, _, labels in cut], dtype=torch.float32)
+    return listnet(scores, labels)
 
 
 def main():
@@ -127,7 +195,13 @@ def main():
     parser.add_argument("--save-init", help="write the model this run starts from here, and exit")
     parser.add_argument("--dropout", type=float, help="every dropout probability of the model")
     parser.add_argument("--no-start-validation", action="store_true")
+    parser.add_argument("--loss", choices=["pairwise", "listnet"], default="pairwise")
+    parser.add_argument("--batch-size", type=int, default=16, help="triplets or slates per step")
+    parser.add_argument("--slate-length", type=int, default=4, help="most candidates per slate")
+    parser.add_argument("--autocast", choices=["bf16"], help="CPU autocast of every forward")
     args = parser.parse_args()
+    if args.loss == "listnet" and args.draw == "xpm-torch":
+        parser.error("--draw xpm-torch follows IdTripletSampler's order: triplets only (--loss pairwise)")
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     overrides = {name: args.dropout for name in DROPOUTS} if args.dropout is not None else {}
@@ -138,27 +212,35 @@ def main():
         return
     tokenizer = AutoTokenizer.from_pretrained(args.model)
     queries, documents = read_texts(args.data / "queries.train.tsv"), read_texts(args.data / "collection.tsv")
-    triples = [line.split() for line in open(args.data / "triples.train.tsv")]
+    if args.loss == "listnet":
+        triples = slates(args.data)
+    else:
+        triples = [line.split() for line in open(args.data / "triples.train.tsv")]
     rng = random.Random(args.seed)
     ours = xpm_torch_order(args.seed, len(triples))
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-5, weight_decay=0.01)
     schedule = get_linear_schedule_with_warmup(optimizer, round(args.steps / 10), args.steps)
-    before = None if args.no_start_validation else mrr10(model, tokenizer, args.data, args.max_length)
+    validate = lambda: mrr10(model, tokenizer, args.data, args.max_length, autocast=args.autocast)
+    before = None if args.no_start_validation else validate()
+    size = args.batch_size
     started = time.time()
     order, losses = [], []
     model.train()
     for _ in range(args.steps):
         if args.draw == "xpm-torch":
-            order = [next(ours) for _ in range(16)]
+            order = [next(ours) for _ in range(size)]
         elif args.draw == "replacement":
-            order = [rng.randrange(len(triples)) for _ in range(16)]
-        elif len(order) < 16:
+            order = [rng.randrange(len(triples)) for _ in range(size)]
+        elif len(order) < size:
             order += rng.sample(range(len(triples)), len(triples))
-        batch, order = [triples[i] for i in order[:16]], order[16:]
-        q = [queries[t[0]] for t in batch]
-        enc = lambda col: tokenizer(q, [documents[t[col]] for t in batch], truncation="longest_first",
-                                    max_length=args.max_length, padding=True, return_tensors="pt")
-        loss = torch.nn.functional.softplus(model(**enc(2)).logits[:, 0] - model(**enc(1)).logits[:, 0]).mean()
+        batch, order = [triples[i] for i in order[:size]], order[size:]
+        if args.loss == "listnet":
+            loss = slate_loss(model, tokenizer, batch, queries, documents, args, rng)
+        else:
+            q = [queries[t[0]] for t in batch]
+            enc = lambda col: tokenizer(q, [documents[t[col]] for t in batch], truncation="longest_first",
+                                        max_length=args.max_length, padding=True, return_tensors="pt")
+            loss = torch.nn.functional.softplus(logits(model, enc(2), args.autocast) - logits(model, enc(1), args.autocast)).mean()
         loss.backward()
         optimizer.step()
         schedule.step()
@@ -166,7 +248,7 @@ def main():
         losses.append(loss.item())
     seconds = time.time() - started
     training_peak = peak_mib()
-    after = mrr10(model, tokenizer, args.data, args.max_length)
+    after = validate()
     print(json.dumps({"seed": args.seed, "mrr10": [before, after], "losses": losses, "seconds": seconds,
                       "stepsPerSecond": args.steps / seconds, "peakTrainingMiB": training_peak, "peakMiB": peak_mib()}))
 
