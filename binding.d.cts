@@ -28,10 +28,12 @@ export declare class NativeModel {
    * Builds the model of `config_json` drawing what it draws from `seed` (as a Learner with
    * that seed), loads `weights` (none when empty), places it on `device` (`cpu`, `cuda`,
    * `cuda:<n>` or `auto`; default `cpu`) and scores with `num_threads` intra-op threads
-   * (default: the process's); returns the outcome JSON, whose output names the parameters
-   * drawn new rather than read from its files (`{ newWeights }`).
+   * (default: the process's) in `precision` (`32-true`, the default, or `bf16-mixed`);
+   * returns the outcome JSON, whose output names the parameters drawn new rather than read
+   * from its files and what the user should know of how it scores
+   * (`{ newWeights, warnings }`).
    */
-  open(configJson: string, weights: string, device?: string | undefined | null, seed?: number | undefined | null, numThreads?: number | undefined | null): string
+  open(configJson: string, weights: string, device?: string | undefined | null, seed?: number | undefined | null, numThreads?: number | undefined | null, precision?: string | undefined | null): string
   /** Scores `rows` feature vectors of `width` values stored row after row. */
   scoreFeatures(values: Float32Array, rows: number, width: number, batchSize: number): string
   /** Scores (query, document) token-id pairs given as JSON `[queries, documents]`. */
@@ -104,7 +106,7 @@ export interface RendezvousSocket {
 
 /**
  * What the loaded libtorch offers, as JSON, for `xpm-torch doctor`: CUDA, its devices and
- * versions, thread pools, CPU back-ends.
+ * versions, thread pools, CPU back-ends, the CPU's native bfloat16 features.
  */
 export declare function runtimeInfo(): string
 

@@ -18,7 +18,10 @@
 #                campaign, no validation at start, 20 steps, seed = repeat): xpm-torch
 #                (text-ranking-job.mjs) and the plain PyTorch + transformers loop
 #                (runners/text_ranking_torch.py). Steps/s counts the training steps only, the
-#                peak is before the closing validation.
+#                peak is before the closing validation. Both also in mixed precision:
+#                xpm-torch in bf16-mixed, PyTorch under CPU autocast to bfloat16 (faster than
+#                float32 only on a CPU with native bf16: `xpm-torch doctor`'s CPU bf16 line).
+#   TUNE_BF16=0 leaves the mixed-precision runs out.
 # Texts and pairs come from the hard-negatives data (hard-negatives-data.mjs: invented facts,
 # 8–35 tokens, so nothing is cut at 128 tokens): the texts are its collection's passages,
 # cycled as embed-measure.mjs's texts() does; the pairs its dev run's (query, candidate), 100
@@ -130,6 +133,13 @@ for ((i = 0; i < repeats; i++)); do
       record fine-tuning xpm-torch "$i"
     "$python" "$root/benchmarks/runners/text_ranking_torch.py" "${tune_args[@]}" --seed "$i" --steps "$steps" \
       --draw replacement | record fine-tuning "PyTorch + transformers" "$i"
+    if [[ "${TUNE_BF16:-1}" != 0 ]]; then
+      node "$root/benchmarks/text-ranking-job.mjs" "${tune_args[@]}" --seed "$i" --epochs 1 --steps-per-epoch "$steps" \
+        --precision bf16-mixed --workspace "$work/workspace-bf16-$i" |
+        record fine-tuning "xpm-torch bf16-mixed" "$i"
+      "$python" "$root/benchmarks/runners/text_ranking_torch.py" "${tune_args[@]}" --seed "$i" --steps "$steps" \
+        --draw replacement --autocast bf16 | record fine-tuning "PyTorch + transformers, autocast bf16" "$i"
+    fi
   fi
 done
 
@@ -231,6 +241,12 @@ for task, (title, unit) in titles.items():
         verdict = check(task, mine) if name != "xpm-torch" or task == "fine-tuning" else "(the reference of the checks)"
         lines.append(f"| {name} | {len(mine)} | {median_rate:.{digits}f} | {min(rates):.{digits}f}–{max(rates):.{digits}f} |"
                      f" {median_peak:.0f} | {ratios[0]} | {ratios[1]} | {verdict} |")
+    mixed, torch32 = medians.get("xpm-torch bf16-mixed"), medians.get("PyTorch + transformers")
+    if task == "fine-tuning" and mixed and torch32:
+        torch16 = medians.get("PyTorch + transformers, autocast bf16")
+        against16 = f", {mixed[0] / torch16[0]:.2f}× PyTorch + transformers under autocast bf16" if torch16 else ""
+        lines += ["", f"xpm-torch bf16-mixed: {mixed[0] / torch32[0]:.2f}× the steps/s of PyTorch + transformers in"
+                  f" float32 at {mixed[1] / torch32[1]:.2f}× its peak{against16}."]
 text = "\n".join(lines) + "\n"
 print(text, end="")
 with open(markdown, "w") as written:

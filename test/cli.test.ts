@@ -6,7 +6,7 @@ import { pathToFileURL } from "node:url";
 
 import { beforeAll, describe, expect, it } from "vitest";
 
-import { nvidiaGpuPresent } from "../ts/cli/doctor.js";
+import { cpuBf16Finding, nvidiaGpuPresent } from "../ts/cli/doctor.js";
 import { COMMANDS, runCli } from "../ts/cli/main.js";
 import { readCurves } from "../ts/report/curves.js";
 import { learnerModule, packageIndexUrl, xpmTorch } from "./helpers/cli.js";
@@ -72,6 +72,17 @@ describe("doctor", () => {
       /\[ -- \] GPU +none: no NVIDIA GPU on this machine|\] GPU( 0)? +.+compute capability|\[warn\] GPU +an NVIDIA GPU is present but unusable/,
     );
     expect(r.stdout).toMatch(/\] threads +\d+ intra-op, \d+ inter-op/);
+    // Whether this CPU has native bfloat16, as its flags say.
+    const flags = (readFileSync("/proc/cpuinfo", "utf8").match(/^(flags|Features)\s*:(.*)$/m)?.[2] ?? "").split(/\s+/);
+    const native = ["avx512_bf16", "amx_bf16", "bf16"].filter((f) => flags.includes(f));
+    expect(r.stdout).toContain(
+      native.length > 0 ? `[ok  ] CPU bf16      native (${native.join(", ")})` : "[ -- ] CPU bf16      no native bfloat16 instructions",
+    );
+  });
+
+  it("says what bf16-mixed gives on a CPU with and without native bfloat16", () => {
+    expect(cpuBf16Finding(["avx512_bf16", "amx_bf16"])).toMatchObject({ status: "ok", detail: expect.stringMatching(/^native \(avx512_bf16, amx_bf16\): bf16-mixed speeds up/) });
+    expect(cpuBf16Finding([])).toMatchObject({ status: "absent", detail: expect.stringContaining("bf16-mixed runs slower than 32-true") });
   });
 
   it.skipIf(nvidiaGpuPresent())("without a GPU, says there is none, not ok and without the loader's error; --verbose gives why", () => {

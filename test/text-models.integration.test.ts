@@ -30,6 +30,7 @@ import {
   loadModel,
   type LearnerConfig,
 } from "../ts/index.js";
+import { loadNative } from "../ts/native.js";
 import { TINY_BERT, headlessTinyBert, readSafetensors } from "./helpers/safetensors.js";
 
 const TOPICS = ["paris", "tokyo", "river", "mountain", "train", "model", "city", "capital"];
@@ -202,6 +203,20 @@ describe("opening the model a run starts from", () => {
     const otherSeed = await loadModel(still(6), { device: "cpu" }).score(pairs);
     expect(otherSeed[0]).not.toBeCloseTo(opened[0]!, 6);
     expect(() => loadModel(model, { numThreads: 0 })).toThrow(/^num_threads: must be at least 1/);
+  });
+
+  it("scores in bf16-mixed close to float32, says so where the CPU emulates bfloat16, and refuses other precisions", async () => {
+    const full = await loadModel(model, { device: "cpu", seed: 5 }).score(pairs);
+    const warnings: string[] = [];
+    const mixed = await loadModel(model, { device: "cpu", seed: 5, precision: "bf16-mixed", onWarning: (m) => warnings.push(m) }).score(pairs);
+    // bfloat16 keeps 8 bits of mantissa: near the float32 scores, not equal to them.
+    expect(mixed).not.toEqual(full);
+    mixed.forEach((score, i) => expect(Math.abs(score - full[i]!)).toBeLessThan(0.05 * Math.max(1, Math.abs(full[i]!))));
+    const native = (JSON.parse(loadNative().binding.runtimeInfo()) as { cpuBf16: string[] }).cpuBf16.length > 0;
+    // (The other warning: this headless encoder's head is drawn new.)
+    const bf16 = warnings.filter((m) => m.includes("bfloat16"));
+    expect(bf16).toEqual(native ? [] : [expect.stringMatching(/^precision: bf16-mixed on a CPU without native bfloat16/)]);
+    expect(() => loadModel(model, { precision: "16-mixed" as "bf16-mixed" })).toThrow(/^precision: "16-mixed" is not a precision models score in/);
   });
 });
 

@@ -65,11 +65,19 @@ export interface LoadModelOptions {
   readonly seed?: number;
   /** Intra-op CPU threads while scoring and embedding (default: the process's, `OMP_NUM_THREADS`). */
   readonly numThreads?: number;
+  /**
+   * The precision of its forwards: `32-true` (the default) or `bf16-mixed` (float32 weights,
+   * forwards under bfloat16 autocast, as a run's validation in that precision scores; scores
+   * and embeddings in float32). On a CPU, bf16-mixed is faster only with native bfloat16
+   * instructions (`xpm-torch doctor` says whether this one has them; without, `onWarning` is told).
+   */
+  readonly precision?: "32-true" | "bf16-mixed";
   /** For a Hub id: the branch, tag or commit (default `main`). */
   readonly revision?: string;
   /**
-   * Told, once, what the user should know of the model opened: weights drawn new rather than
-   * read from its files (see {@link TrainedModel.newWeights}). By default printed to stderr.
+   * Told, once each, what the user should know of the model opened: weights drawn new rather
+   * than read from its files (see {@link TrainedModel.newWeights}); bf16-mixed on a CPU that
+   * emulates bfloat16. By default printed to stderr.
    */
   readonly onWarning?: (message: string) => void;
 }
@@ -117,7 +125,7 @@ export function newWeightsLine(names: readonly string[], from: string): string {
 
 /** The native model handle (see crates/node-binding/src/model.rs). */
 interface NativeModelHandle {
-  open(configJson: string, weights: string, device?: string | null, seed?: number | null, numThreads?: number | null): string;
+  open(configJson: string, weights: string, device?: string | null, seed?: number | null, numThreads?: number | null, precision?: string | null): string;
   scoreFeatures(values: Float32Array, rows: number, width: number, batchSize: number): string;
   scoreText(pairsJson: string, batchSize: number): string;
   scoreTexts(queries: string[], documents: string[], batchSize: number): Promise<string>;
@@ -219,14 +227,13 @@ export function loadModel(source: string | ModuleLoaderConfig | ModelConfig | Le
   const { binding } = loadNative();
   const Native = (binding as unknown as { NativeModel: new () => NativeModelHandle }).NativeModel;
   const handle = new Native();
-  const opened = unwrapOutcome<{ newWeights: string[] }>(
-    handle.open(JSON.stringify(toWire(model)), weights, options.device ?? "auto", seed, options.numThreads ?? null),
+  const opened = unwrapOutcome<{ newWeights: string[]; warnings: string[] }>(
+    handle.open(JSON.stringify(toWire(model)), weights, options.device ?? "auto", seed, options.numThreads ?? null, options.precision ?? null),
   );
   const newWeights = Object.freeze([...opened.newWeights]);
-  if (newWeights.length > 0) {
-    const warn = options.onWarning ?? ((message: string) => console.warn(`xpm-torch: ${message}`));
-    warn(`${newWeightsLine(newWeights, `seed ${seed}`)}; its scores mean nothing until it is trained`);
-  }
+  const warn = options.onWarning ?? ((message: string) => console.warn(`xpm-torch: ${message}`));
+  if (newWeights.length > 0) warn(`${newWeightsLine(newWeights, `seed ${seed}`)}; its scores mean nothing until it is trained`);
+  opened.warnings.forEach((message) => warn(message));
   const scoreText = (pairs: readonly TokenPair[]): Float32Array =>
     Float32Array.from(
       unwrapOutcome<number[]>(

@@ -277,7 +277,14 @@ fn batches_reach_the_gpu_unchanged_through_pinned_memory() {
         num_threads: None,
         deterministic: None,
     };
-    let (runtime, _) = Runtime::for_hardware(&fabric, Hardware { cuda_devices: 1 }).unwrap();
+    let (runtime, _) = Runtime::for_hardware(
+        &fabric,
+        Hardware {
+            cuda_devices: 1,
+            native_cpu_bf16: true,
+        },
+    )
+    .unwrap();
     let mut host = Tensor::f_arange(1 << 20, (Kind::Float, Device::Cpu)).unwrap();
     let on_gpu = runtime.input(&host).unwrap();
     let _ = host.f_fill_(-1.0).unwrap();

@@ -54,6 +54,7 @@ fn opening_a_model_installs_the_cache_and_scoring_hands_it_back_batch_by_batch()
         device: Device::Cpu,
         seed: 0,
         num_threads: None,
+        precision: xpm_torch_core::runtime::Precision::True32,
     };
     let _opened = TrainedModel::open_with(&config, options).unwrap();
     drop(Tensor::f_ones([MIB as i64], (Kind::Float, Device::Cpu)).unwrap());

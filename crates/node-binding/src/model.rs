@@ -10,7 +10,7 @@ use napi_derive::napi;
 use serde_json::json;
 use xpm_torch_core::data::ScoreInput;
 use xpm_torch_core::models::{
-    features_input, scoring_device, text_input, OpenOptions, TrainedModel,
+    features_input, inference_precision, scoring_device, text_input, OpenOptions, TrainedModel,
 };
 use xpm_torch_core::Error;
 
@@ -117,8 +117,10 @@ impl NativeModel {
     /// Builds the model of `config_json` drawing what it draws from `seed` (as a Learner with
     /// that seed), loads `weights` (none when empty), places it on `device` (`cpu`, `cuda`,
     /// `cuda:<n>` or `auto`; default `cpu`) and scores with `num_threads` intra-op threads
-    /// (default: the process's); returns the outcome JSON, whose output names the parameters
-    /// drawn new rather than read from its files (`{ newWeights }`).
+    /// (default: the process's) in `precision` (`32-true`, the default, or `bf16-mixed`);
+    /// returns the outcome JSON, whose output names the parameters drawn new rather than read
+    /// from its files and what the user should know of how it scores
+    /// (`{ newWeights, warnings }`).
     #[napi]
     pub fn open(
         &mut self,
@@ -127,6 +129,7 @@ impl NativeModel {
         device: Option<String>,
         seed: Option<i64>,
         num_threads: Option<i32>,
+        precision: Option<String>,
     ) -> String {
         let opened = catch(|| {
             let device = scoring_device(device.as_deref().unwrap_or("cpu"))?;
@@ -134,16 +137,18 @@ impl NativeModel {
                 .map_err(|_| Error::config("seed", "must be a non-negative integer"))?;
             // An empty path opens the model as its configuration builds it (pretrained weights).
             let weights = (!weights.is_empty()).then(|| Path::new(&weights));
+            let precision = inference_precision(precision.as_deref().unwrap_or("32-true"))?;
             let options = OpenOptions {
                 weights,
                 device,
                 seed,
                 num_threads,
+                precision,
             };
             TrainedModel::open_with(&config_json, options)
         });
         outcome::to_json(opened.map(|m| {
-            let output = json!({ "newWeights": m.new_weights() });
+            let output = json!({ "newWeights": m.new_weights(), "warnings": m.warnings() });
             self.model = Some(Arc::new(Mutex::new(m)));
             output
         }))

@@ -4,7 +4,7 @@ use napi_derive::napi;
 use serde_json::json;
 
 /// What the loaded libtorch offers, as JSON, for `xpm-torch doctor`: CUDA, its devices and
-/// versions, thread pools, CPU back-ends.
+/// versions, thread pools, CPU back-ends, the CPU's native bfloat16 features.
 #[napi(catch_unwind)]
 pub fn runtime_info() -> String {
     // First: the CUDA library loads libtorch_cuda before anything asks libtorch about CUDA.
@@ -21,6 +21,7 @@ pub fn runtime_info() -> String {
         "openmp": tch::utils::has_openmp(),
         "mkl": tch::utils::has_mkl(),
         "mkldnn": tch::utils::has_mkldnn(),
+        "cpuBf16": xpm_torch_core::runtime::cpu_bf16_features(),
     })
     .to_string()
 }

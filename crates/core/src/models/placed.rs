@@ -4,7 +4,7 @@
 use tch::Tensor;
 
 use super::{Model, NamedParameter, OutputType};
-use crate::data::ScoreInput;
+use crate::data::{EncodedRows, ScoreInput};
 use crate::runtime::Runtime;
 use crate::Result;
 
@@ -60,6 +60,15 @@ impl Model for PlacedModel {
         self.runtime.output(&output)
     }
 
+    fn embed(&self, texts: &EncodedRows, query: bool) -> Result<Tensor> {
+        let texts = texts.map(&|t| self.runtime.input(t))?;
+        let output = {
+            let _autocast = self.runtime.autocast()?;
+            self.inner.embed(&texts, query)?
+        };
+        self.runtime.output(&output)
+    }
+
     fn named_parameters(&self) -> Vec<NamedParameter> {
         self.inner.named_parameters()
     }
@@ -99,9 +108,15 @@ mod tests {
 
     fn runtime(precision: &str) -> Runtime {
         let config = crate::config::tests_support::cpu_fabric(precision);
-        Runtime::for_hardware(&config, Hardware { cuda_devices: 0 })
-            .unwrap()
-            .0
+        Runtime::for_hardware(
+            &config,
+            Hardware {
+                cuda_devices: 0,
+                native_cpu_bf16: true,
+            },
+        )
+        .unwrap()
+        .0
     }
 
     fn mlp() -> Box<dyn Model> {

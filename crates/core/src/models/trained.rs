@@ -3,13 +3,14 @@
 
 use std::path::Path;
 
-use super::{build, load_weights, Model, ScoringScope, MODEL_INIT_STREAM};
+use super::{build, load_weights, Model, PlacedModel, ScoringScope, MODEL_INIT_STREAM};
 use crate::config::AnyModule;
 use crate::data::{longest_first, EncodedRows, ScoreInput, TextEncoding, TokenTable};
 use crate::rng::Rng;
 use crate::runtime::memory::{
     install_cpu_tensor_cache, release_cpu_tensor_cache, release_idle_cpu_tensors,
 };
+use crate::runtime::{emulated_bf16_warning, Hardware, Precision, Runtime};
 use crate::text::TextInput;
 use crate::{Error, Result};
 
@@ -25,6 +26,8 @@ pub struct TrainedModel {
     threads: Option<i32>,
     /// What it drew rather than loaded (see [`Model::new_weights`]).
     new_weights: Vec<String>,
+    /// What the user should know of how it scores (bfloat16 emulated by this CPU).
+    warnings: Vec<String>,
 }
 
 /// Restores the calling thread's intra-op thread count when dropped.
@@ -49,6 +52,27 @@ pub struct OpenOptions<'a> {
     pub seed: u64,
     /// Intra-op CPU threads while scoring and embedding (default: the process's).
     pub num_threads: Option<i32>,
+    /// The precision of its forwards (see [`inference_precision`]).
+    pub precision: Precision,
+}
+
+/// The precision a model scores in, by its `FabricConfiguration` spelling: `32-true`, or
+/// `bf16-mixed` (float32 parameters, forwards under bfloat16 autocast, as a run's validation
+/// in that precision scores; outputs in float32).
+///
+/// # Errors
+/// [`Error::Config`] (path `precision`) for another name.
+pub fn inference_precision(name: &str) -> Result<Precision> {
+    match name {
+        "32-true" => Ok(Precision::True32),
+        "bf16-mixed" => Ok(Precision::MixedBf16),
+        other => Err(Error::config(
+            "precision",
+            format!(
+                "{other:?} is not a precision models score in: use \"32-true\" or \"bf16-mixed\""
+            ),
+        )),
+    }
 }
 
 /// The device `name` names: `cpu`, `cuda`, `cuda:<n>`, or `auto` (the first GPU when there is
@@ -106,6 +130,7 @@ impl TrainedModel {
                 device: tch::Device::Cpu,
                 seed: 0,
                 num_threads: None,
+                precision: Precision::True32,
             },
         )
     }
@@ -121,6 +146,7 @@ impl TrainedModel {
             device,
             seed,
             num_threads,
+            precision,
         } = options;
         if num_threads.is_some_and(|n| n < 1) {
             return Err(Error::config("num_threads", "must be at least 1"));
@@ -141,14 +167,24 @@ impl TrainedModel {
         };
         let text = super::hf::text_encoding(&config, "model")?;
         model.set_training(false);
-        if device != tch::Device::Cpu {
-            let _no_grad = tch::no_grad_guard();
-            for p in model.named_parameters() {
-                let mut tensor = p.tensor;
-                let moved = tensor.f_detach()?.f_to_device(device)?;
-                tensor.f_set_data(&moved)?;
-            }
-        }
+        let hardware = Hardware {
+            cuda_devices: usize::from(device.is_cuda()),
+            native_cpu_bf16: !crate::runtime::cpu_bf16_features().is_empty(),
+        };
+        let warnings = emulated_bf16_warning(precision, device, hardware, "precision")
+            .into_iter()
+            .collect();
+        // On its device, in its precision's dtypes, forwards under its autocast: as a run's
+        // validation scores.
+        let runtime = Runtime {
+            device,
+            devices: vec![device],
+            precision,
+            matmul_precision: precision.default_matmul_precision(),
+            num_threads: None,
+            deterministic: false,
+        };
+        let model: Box<dyn Model> = Box::new(PlacedModel::new(model, runtime)?);
         Ok(TrainedModel {
             model,
             device,
@@ -156,6 +192,7 @@ impl TrainedModel {
             config,
             threads: num_threads,
             new_weights,
+            warnings,
         })
     }
 
@@ -163,6 +200,11 @@ impl TrainedModel {
     /// an encoder saved without one): its scores mean nothing through them.
     pub fn new_weights(&self) -> &[String] {
         &self.new_weights
+    }
+
+    /// What the user should know of how it scores: bfloat16 asked for on a CPU that emulates it.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
     }
 
     /// Sets this model's thread count on the calling thread, which is about to score, until
@@ -410,6 +452,7 @@ mod open_tests {
                 device: tch::Device::Cpu,
                 seed,
                 num_threads,
+                precision: Precision::True32,
             },
         )
     }
@@ -489,6 +532,10 @@ mod length_order_tests {
     use super::*;
 
     fn open(model: &str) -> TrainedModel {
+        open_in(model, Precision::True32)
+    }
+
+    fn open_in(model: &str, precision: Precision) -> TrainedModel {
         let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/hf/bert");
         let config = format!(
             r#"{{"__xpmtype__":"xpm_torch.models.{model}","encoder":{{"__xpmtype__":"xpm_torch.models.HFEncoder","id":"tiny-bert","path":"{dir}"}},"max_length":48}}"#
@@ -500,6 +547,7 @@ mod length_order_tests {
                 device: tch::Device::Cpu,
                 seed: 3,
                 num_threads: Some(1),
+                precision,
             },
         )
         .unwrap()
@@ -558,5 +606,63 @@ mod length_order_tests {
                 .collect();
             close(&batched, &alone);
         }
+    }
+
+    #[test]
+    fn bf16_mixed_scores_and_embeds_under_autocast_close_to_float32() {
+        let texts = texts();
+        let queries: Vec<String> = texts.iter().rev().cloned().collect();
+        let (full, mixed) = (
+            open("BiEncoder"),
+            open_in("BiEncoder", Precision::MixedBf16),
+        );
+        let (a, b) = (
+            full.embed_texts(&texts, false, 4).unwrap(),
+            mixed.embed_texts(&texts, false, 4).unwrap(),
+        );
+        let (a, b) = (a.concat(), b.concat());
+        // bfloat16 keeps 8 bits of mantissa: close, and not the float32 values (autocast ran).
+        let worst = a
+            .iter()
+            .zip(&b)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0f32, f32::max);
+        let scale = a.iter().map(|x| x.abs()).fold(0f32, f32::max);
+        assert!(
+            worst > 0.0 && worst < 0.05 * scale,
+            "largest difference {worst}, scale {scale}"
+        );
+        for kind in ["CrossEncoder", "BiEncoder"] {
+            let (full, mixed) = (open(kind), open_in(kind, Precision::MixedBf16));
+            let a = full.score_texts(&queries, &texts, 4).unwrap();
+            let b = mixed.score_texts(&queries, &texts, 4).unwrap();
+            let worst = a
+                .iter()
+                .zip(&b)
+                .map(|(x, y)| (x - y).abs())
+                .fold(0f32, f32::max);
+            let scale = a.iter().map(|x| x.abs()).fold(0f32, f32::max);
+            assert!(
+                worst > 0.0 && worst < 0.05 * scale.max(1.0),
+                "{kind}: largest difference {worst}"
+            );
+        }
+        // Its parameters stay float32: only the forwards run in bfloat16.
+        let params = mixed.model.named_parameters();
+        assert!(params.iter().all(|p| p.tensor.kind() == tch::Kind::Float));
+    }
+
+    #[test]
+    fn a_model_scores_in_32_true_or_bf16_mixed_only() {
+        assert_eq!(inference_precision("32-true").unwrap(), Precision::True32);
+        assert_eq!(
+            inference_precision("bf16-mixed").unwrap(),
+            Precision::MixedBf16
+        );
+        let err = inference_precision("16-mixed").unwrap_err().to_string();
+        assert!(
+            err.starts_with("precision: \"16-mixed\"") && err.contains("bf16-mixed"),
+            "{err}"
+        );
     }
 }

@@ -29,11 +29,15 @@ impl From<config::Accelerator> for Accelerator {
     }
 }
 
-/// What is visible to this process: the number of CUDA devices (0 without CUDA).
+/// What is visible to this process: the number of CUDA devices (0 without CUDA), and whether
+/// the CPU has native bfloat16 instructions (see [`super::cpu_bf16_features`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Hardware {
     /// CUDA devices libtorch can use.
     pub cuda_devices: usize,
+    /// Whether the CPU computes bfloat16 natively (else libtorch emulates it, slower than
+    /// float32).
+    pub native_cpu_bf16: bool,
 }
 
 impl Hardware {
@@ -42,6 +46,7 @@ impl Hardware {
     pub fn detect() -> Self {
         Hardware {
             cuda_devices: cuda_device_count(),
+            native_cpu_bf16: !super::cpu_bf16_features().is_empty(),
         }
     }
 
@@ -49,7 +54,10 @@ impl Hardware {
     /// opened), else [`Hardware::detect`].
     pub fn for_accelerator(accelerator: Accelerator) -> Self {
         match accelerator {
-            Accelerator::Cpu => Hardware { cuda_devices: 0 },
+            Accelerator::Cpu => Hardware {
+                cuda_devices: 0,
+                native_cpu_bf16: !super::cpu_bf16_features().is_empty(),
+            },
             Accelerator::Auto | Accelerator::Cuda => Self::detect(),
         }
     }
@@ -168,8 +176,14 @@ pub fn resolve_devices(
 mod tests {
     use super::*;
 
-    const CPU_ONLY: Hardware = Hardware { cuda_devices: 0 };
-    const TWO_GPUS: Hardware = Hardware { cuda_devices: 2 };
+    const CPU_ONLY: Hardware = Hardware {
+        cuda_devices: 0,
+        native_cpu_bf16: true,
+    };
+    const TWO_GPUS: Hardware = Hardware {
+        cuda_devices: 2,
+        native_cpu_bf16: true,
+    };
 
     fn resolve(acc: &str, dev: &str, hw: Hardware) -> Result<Vec<Device>> {
         let acc: config::Accelerator = acc.parse().unwrap();

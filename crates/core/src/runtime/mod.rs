@@ -3,6 +3,7 @@
 //! run's random generators.
 
 mod autocast;
+mod cpu;
 mod cuda;
 mod device;
 mod ffi;
@@ -13,6 +14,7 @@ mod scaler;
 mod setup;
 
 pub use autocast::*;
+pub use cpu::*;
 pub use cuda::*;
 pub use device::*;
 pub use ffi::InferenceMode;

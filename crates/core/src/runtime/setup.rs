@@ -65,6 +65,25 @@ pub struct Runtime {
     pub deterministic: bool,
 }
 
+/// The warning for bfloat16 on a CPU that emulates it: a bfloat16 precision there runs slower
+/// than `32-true`, the opposite of what it is chosen for. `None` elsewhere.
+pub fn emulated_bf16_warning(
+    precision: Precision,
+    device: Device,
+    hardware: Hardware,
+    path: &str,
+) -> Option<String> {
+    let bf16 = matches!(precision, Precision::MixedBf16 | Precision::TrueBf16);
+    (bf16 && device == Device::Cpu && !hardware.native_cpu_bf16).then(|| {
+        format!(
+            "{path}: {} on a CPU without native bfloat16 instructions (none of avx512_bf16, \
+             amx_bf16 or bf16 in /proc/cpuinfo; `xpm-torch doctor` says so too): libtorch \
+             emulates bfloat16 there, slower than float32; use 32-true on this machine",
+            precision.name()
+        )
+    })
+}
+
 impl Runtime {
     /// Validates `config` against the hardware libtorch sees; returns the runtime and the
     /// warnings to report (deprecated spellings).
@@ -159,6 +178,11 @@ impl Runtime {
                 "16-mixed (float16 autocast with loss scaling) needs a CUDA device; on the CPU \
                  use bf16-mixed",
             ));
+        }
+        if let Some(warning) =
+            emulated_bf16_warning(precision, device, hardware, &path("precision"))
+        {
+            warnings.push(warning);
         }
         let num_threads = match config.num_threads {
             Some(n) => Some(n as usize),
@@ -297,8 +321,14 @@ mod tests {
         }
     }
 
-    const CPU_ONLY: Hardware = Hardware { cuda_devices: 0 };
-    const ONE_GPU: Hardware = Hardware { cuda_devices: 1 };
+    const CPU_ONLY: Hardware = Hardware {
+        cuda_devices: 0,
+        native_cpu_bf16: true,
+    };
+    const ONE_GPU: Hardware = Hardware {
+        cuda_devices: 1,
+        native_cpu_bf16: true,
+    };
 
     #[test]
     fn sixteen_mixed_on_the_cpu_is_a_clear_error() {
@@ -315,6 +345,39 @@ mod tests {
         let (rt, _) = Runtime::for_hardware(&fabric("16-mixed", "auto"), ONE_GPU).unwrap();
         assert_eq!(rt.device, Device::Cuda(0));
         assert!(rt.precision.needs_loss_scaler());
+    }
+
+    #[test]
+    fn bf16_on_a_cpu_that_emulates_it_warns_and_names_the_faster_precision() {
+        let emulating = Hardware {
+            cuda_devices: 1,
+            native_cpu_bf16: false,
+        };
+        for precision in ["bf16-mixed", "bf16-true", "bf16"] {
+            let (rt, warnings) =
+                Runtime::for_hardware(&fabric(precision, "cpu"), emulating).unwrap();
+            assert_eq!(rt.device, Device::Cpu);
+            let warning = warnings.last().unwrap();
+            assert!(
+                warning.starts_with("learner.fabric_config.precision: bf16-")
+                    && warning.contains("native bfloat16")
+                    && warning.contains("use 32-true"),
+                "{warning}"
+            );
+        }
+        // Native bf16, float32, or a GPU: nothing to say.
+        for (precision, accelerator, hardware) in [
+            ("bf16-mixed", "cpu", CPU_ONLY),
+            ("32-true", "cpu", emulating),
+            ("bf16-mixed", "cuda", emulating),
+        ] {
+            let (_, warnings) =
+                Runtime::for_hardware(&fabric(precision, accelerator), hardware).unwrap();
+            assert!(
+                warnings.is_empty(),
+                "{precision} on {accelerator}: {warnings:?}"
+            );
+        }
     }
 
     #[test]
@@ -348,7 +411,10 @@ mod tests {
         let mut c = fabric("32-true", "cuda");
         c.strategy = Strategy::Ddp;
         c.devices = "2".into();
-        let hw = Hardware { cuda_devices: 2 };
+        let hw = Hardware {
+            cuda_devices: 2,
+            native_cpu_bf16: true,
+        };
         let (rt, _) = Runtime::for_rank(&c, hw, 0).unwrap();
         assert_eq!((rt.device, rt.devices.len()), (Device::Cuda(0), 2));
         assert_eq!(
@@ -416,7 +482,15 @@ mod tests {
         // ... and so ddp's device choice applies to it.
         let mut on_gpus = fabric("32-true", "cuda");
         on_gpus.devices = "2".into();
-        let (rt, _) = Runtime::for_rank(&on_gpus, Hardware { cuda_devices: 2 }, 1).unwrap();
+        let (rt, _) = Runtime::for_rank(
+            &on_gpus,
+            Hardware {
+                cuda_devices: 2,
+                native_cpu_bf16: true,
+            },
+            1,
+        )
+        .unwrap();
         assert_eq!(rt.device, Device::Cuda(1));
         c.strategy = Strategy::Ddp;
         let (rt, _) = Runtime::for_hardware(&c, CPU_ONLY).unwrap();
