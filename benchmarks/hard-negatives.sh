@@ -15,6 +15,8 @@
 #                              8 slates a step (the 32 pairs of 16 triplets)
 #   bf16                       both sides in mixed precision: xpm-torch bf16-mixed, the reference
 #                              under CPU autocast to bfloat16 (a CPU with native bf16 is faster)
+#   bf16-highest               xpm-torch in bf16-mixed with torch_fp32_precision "highest" (as the
+#                              reference, rather than the "medium" bf16-mixed defaults to)
 #   Each ingredient of the reference's run in turn xpm-torch's (60 steps):
 #   reference-passes           the reference drawing shuffled passes, as xpm-torch does
 #   reference-our-head         the reference starting from the head xpm-torch draws for the seed
@@ -81,6 +83,7 @@ for name in "${@:-main}"; do
     long) campaign long 60 "$both" "" "--draw replacement" "$(data_of long)" ;;
     listwise) campaign listwise 60 "$both" "--loss listnet --batch-size 8" "--loss listnet --batch-size 8 --draw replacement" ;;
     bf16) campaign bf16 60 "$both" "--precision bf16-mixed" "--autocast bf16 --draw replacement" ;;
+    bf16-highest) campaign bf16-highest 60 xpm-torch "--precision bf16-mixed --fp32-matmul highest" "" ;;
     reference-passes) campaign passes 60 reference "" "--draw passes" ;;
     reference-our-head)
       prepare_inits xpm-torch
@@ -116,4 +119,9 @@ done
   --paired xpm-torch/main/60=reference/our-order/60 \
   --paired xpm-torch/reference-head/60=reference/main/60 \
   --paired xpm-torch/main/60=reference/main/60 \
-  --paired xpm-torch/bf16/60=xpm-torch/main/60
+  --paired xpm-torch/bf16/60=xpm-torch/main/60 \
+  --paired reference/bf16/60=reference/main/60 \
+  --paired xpm-torch/bf16-attention-bf16/60=xpm-torch/main/60 \
+  --paired xpm-torch/bf16-highest/60=xpm-torch/main/60 \
+  --paired xpm-torch/long/60=reference/long/60 \
+  --paired xpm-torch/listwise/60=reference/listwise/60

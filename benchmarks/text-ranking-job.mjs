@@ -8,7 +8,7 @@
 // Usage: node benchmarks/text-ranking-job.mjs --data DIR --model DIR [--seed 0] [--epochs 3]
 //   [--steps-per-epoch 20] [--threads 2] [--max-length 128] [--no-start-validation]
 //   [--workspace DIR] [--progress] [--batch-size 16] [--loss pairwise|listnet] [--slate-length 4]
-//   [--precision 32-true|bf16-mixed]
+//   [--precision 32-true|bf16-mixed] [--fp32-matmul highest|high|medium]
 // --loss listnet trains on slates instead of triplets: SlateSampler over the training queries'
 // judged candidates (qrels.train.tsv, run.train.trec: a positive and its hard negatives), a
 // batch of --batch-size slates, ListNetLoss (a loss comparing the documents of a slate).
@@ -64,6 +64,7 @@ function options(argv) {
     loss: get("loss", "pairwise"),
     slateLength: Number(get("slate-length", 4)),
     precision: get("precision"),
+    fp32Matmul: get("fp32-matmul"),
   };
 }
 
@@ -113,7 +114,11 @@ export function textRankingLearner(job) {
     max_epochs: job.epochs,
     steps_per_epoch: job.stepsPerEpoch,
     validate_at_start: job.startValidation ?? true,
-    fabric_config: FabricConfiguration.C({ num_threads: job.threads, ...(job.precision ? { precision: job.precision } : {}) }),
+    fabric_config: FabricConfiguration.C({
+      num_threads: job.threads,
+      ...(job.precision ? { precision: job.precision } : {}),
+      ...(job.fp32Matmul ? { torch_fp32_precision: job.fp32Matmul } : {}),
+    }),
     listeners: [
       RankingValidationListener.C({
         id: "dev",
