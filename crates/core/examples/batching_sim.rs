@@ -283,7 +283,7 @@ impl CrossEncoderStep {
         };
         let hardware = Hardware {
             cuda_devices: usize::from(device.is_cuda()),
-            native_cpu_bf16: !xpm_torch_core::runtime::cpu_bf16_features().is_empty(),
+            native_cpu_bf16: xpm_torch_core::runtime::native_cpu_bf16(),
         };
         let (runtime, _) = Runtime::for_hardware(&fabric, hardware).unwrap();
         let text = std::fs::read_to_string(format!("{dir}/config.json")).unwrap();

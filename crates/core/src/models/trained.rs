@@ -10,7 +10,7 @@ use crate::rng::Rng;
 use crate::runtime::memory::{
     install_cpu_tensor_cache, release_cpu_tensor_cache, release_idle_cpu_tensors,
 };
-use crate::runtime::{emulated_bf16_warning, Hardware, Precision, Runtime};
+use crate::runtime::{emulated_bf16_warning, native_cpu_bf16, Precision, Runtime};
 use crate::text::TextInput;
 use crate::{Error, Result};
 
@@ -167,11 +167,7 @@ impl TrainedModel {
         };
         let text = super::hf::text_encoding(&config, "model")?;
         model.set_training(false);
-        let hardware = Hardware {
-            cuda_devices: usize::from(device.is_cuda()),
-            native_cpu_bf16: !crate::runtime::cpu_bf16_features().is_empty(),
-        };
-        let warnings = emulated_bf16_warning(precision, device, hardware, "precision")
+        let warnings = emulated_bf16_warning(precision, device, native_cpu_bf16(), "precision")
             .into_iter()
             .collect();
         // On its device, in its precision's dtypes, forwards under its autocast: as a run's
@@ -608,6 +604,21 @@ mod length_order_tests {
         }
     }
 
+    /// `mixed` within bfloat16's rounding of `full` (5 % of its largest magnitude, at least
+    /// `floor`) and not equal to it.
+    fn bf16_close(full: &[f32], mixed: &[f32], floor: f32, what: &str) {
+        let worst = full
+            .iter()
+            .zip(mixed)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0f32, f32::max);
+        let scale = full.iter().map(|x| x.abs()).fold(floor, f32::max);
+        assert!(
+            worst > 0.0 && worst < 0.05 * scale,
+            "{what}: largest difference {worst}, scale {scale}"
+        );
+    }
+
     #[test]
     fn bf16_mixed_scores_and_embeds_under_autocast_close_to_float32() {
         let texts = texts();
@@ -622,30 +633,12 @@ mod length_order_tests {
         );
         let (a, b) = (a.concat(), b.concat());
         // bfloat16 keeps 8 bits of mantissa: close, and not the float32 values (autocast ran).
-        let worst = a
-            .iter()
-            .zip(&b)
-            .map(|(x, y)| (x - y).abs())
-            .fold(0f32, f32::max);
-        let scale = a.iter().map(|x| x.abs()).fold(0f32, f32::max);
-        assert!(
-            worst > 0.0 && worst < 0.05 * scale,
-            "largest difference {worst}, scale {scale}"
-        );
+        bf16_close(&a, &b, 0.0, "embeddings");
         for kind in ["CrossEncoder", "BiEncoder"] {
             let (full, mixed) = (open(kind), open_in(kind, Precision::MixedBf16));
             let a = full.score_texts(&queries, &texts, 4).unwrap();
             let b = mixed.score_texts(&queries, &texts, 4).unwrap();
-            let worst = a
-                .iter()
-                .zip(&b)
-                .map(|(x, y)| (x - y).abs())
-                .fold(0f32, f32::max);
-            let scale = a.iter().map(|x| x.abs()).fold(0f32, f32::max);
-            assert!(
-                worst > 0.0 && worst < 0.05 * scale.max(1.0),
-                "{kind}: largest difference {worst}"
-            );
+            bf16_close(&a, &b, 1.0, kind);
         }
         // Its parameters stay float32: only the forwards run in bfloat16.
         let params = mixed.model.named_parameters();

@@ -34,6 +34,11 @@ pub fn cpu_bf16_features() -> &'static [&'static str] {
     })
 }
 
+/// Whether this machine's CPU computes bfloat16 natively (see [`cpu_bf16_features`]).
+pub fn native_cpu_bf16() -> bool {
+    !cpu_bf16_features().is_empty()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

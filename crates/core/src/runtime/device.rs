@@ -46,7 +46,7 @@ impl Hardware {
     pub fn detect() -> Self {
         Hardware {
             cuda_devices: cuda_device_count(),
-            native_cpu_bf16: !super::cpu_bf16_features().is_empty(),
+            native_cpu_bf16: super::native_cpu_bf16(),
         }
     }
 
@@ -56,7 +56,7 @@ impl Hardware {
         match accelerator {
             Accelerator::Cpu => Hardware {
                 cuda_devices: 0,
-                native_cpu_bf16: !super::cpu_bf16_features().is_empty(),
+                native_cpu_bf16: super::native_cpu_bf16(),
             },
             Accelerator::Auto | Accelerator::Cuda => Self::detect(),
         }

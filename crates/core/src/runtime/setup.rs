@@ -70,11 +70,11 @@ pub struct Runtime {
 pub fn emulated_bf16_warning(
     precision: Precision,
     device: Device,
-    hardware: Hardware,
+    native_cpu_bf16: bool,
     path: &str,
 ) -> Option<String> {
     let bf16 = matches!(precision, Precision::MixedBf16 | Precision::TrueBf16);
-    (bf16 && device == Device::Cpu && !hardware.native_cpu_bf16).then(|| {
+    (bf16 && device == Device::Cpu && !native_cpu_bf16).then(|| {
         format!(
             "{path}: {} on a CPU without native bfloat16 instructions (none of avx512_bf16, \
              amx_bf16 or bf16 in /proc/cpuinfo; `xpm-torch doctor` says so too): libtorch \
@@ -179,9 +179,12 @@ impl Runtime {
                  use bf16-mixed",
             ));
         }
-        if let Some(warning) =
-            emulated_bf16_warning(precision, device, hardware, &path("precision"))
-        {
+        if let Some(warning) = emulated_bf16_warning(
+            precision,
+            device,
+            hardware.native_cpu_bf16,
+            &path("precision"),
+        ) {
             warnings.push(warning);
         }
         let num_threads = match config.num_threads {
