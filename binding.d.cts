@@ -42,14 +42,16 @@ export declare class NativeModel {
   saveHuggingFace(directory: string): string
   /**
    * Scores (query, document) text pairs given as `queries` and `documents`, tokenised by
-   * the model's tokenizer off the JavaScript thread; resolves to the outcome JSON.
+   * the model's tokenizer off the JavaScript thread, in length order by batches of
+   * `batch_size` pairs and at most `max_batch_tokens` padded tokens; resolves to the
+   * outcome JSON.
    */
-  scoreTexts(queries: Array<string>, documents: Array<string>, batchSize: number): Promise<string>
+  scoreTexts(queries: Array<string>, documents: Array<string>, batchSize: number, maxBatchTokens?: number | undefined | null): Promise<string>
   /**
-   * One vector per text (by the query encoder when `query`), off the JavaScript thread;
-   * resolves to the outcome JSON.
+   * One vector per text (by the query encoder when `query`), off the JavaScript thread, in
+   * batches as `score_texts` makes them; resolves to the outcome JSON.
    */
-  embedTexts(texts: Array<string>, query: boolean, batchSize: number): Promise<string>
+  embedTexts(texts: Array<string>, query: boolean, batchSize: number, maxBatchTokens?: number | undefined | null): Promise<string>
 }
 
 /**

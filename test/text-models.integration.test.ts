@@ -218,6 +218,21 @@ describe("opening the model a run starts from", () => {
     expect(bf16).toEqual(native ? [] : [expect.stringMatching(/^precision: bf16-mixed on a CPU without native bfloat16/)]);
     expect(() => loadModel(model, { precision: "16-mixed" as "bf16-mixed" })).toThrow(/^precision: "16-mixed" is not a precision models score in/);
   });
+
+  it("scores and embeds within a token budget as it does batch by batch, and refuses a budget of nothing", async () => {
+    const many = Array.from({ length: 9 }, (_, i) => ({ query: `what about ${"paris ".repeat(i % 4)}`, document: "the city of paris ".repeat((i * 5) % 4 + 1) }));
+    const quiet = { device: "cpu" as const, seed: 5, onWarning: () => {} };
+    const byRows = await loadModel(model, { ...quiet, batchSize: 4 }).score(many);
+    const byTokens = await loadModel(model, { ...quiet, batchSize: 4, maxBatchTokens: 40 }).score(many);
+    byTokens.forEach((score, i) => expect(score).toBeCloseTo(byRows[i]!, 5));
+    const bi = BiEncoder.C({ encoder: HFEncoder.C({ id: "tiny-bert-headless", path: headless }), max_length: 24 });
+    const texts = many.map((p) => p.document);
+    const vectors = await loadModel(bi, { ...quiet, maxBatchTokens: 12 }).embed(texts);
+    const alone = await loadModel(bi, { ...quiet, batchSize: 1 }).embed(texts);
+    vectors.forEach((v, i) => v.forEach((x, j) => expect(x).toBeCloseTo(alone[i]![j]!, 5)));
+    expect(() => loadModel(model, { ...quiet, maxBatchTokens: 0 })).toThrow(/^maxBatchTokens: must be a whole number of at least 1/);
+    expect(() => loadModel(model, { ...quiet, batchSize: 2.5 })).toThrow(/^batchSize: must be a whole number/);
+  });
 });
 
 describe("loading a trained text model", () => {

@@ -55,6 +55,14 @@ export interface LoadModelOptions {
   readonly model?: ModelConfig;
   /** Rows scored at once (default 256). */
   readonly batchSize?: number;
+  /**
+   * For texts (`score(pairs)`, `embed`): tokens at most in one batch, counted as the padded
+   * batch holds them (rows × its longest; a pair's query and document together). Texts are
+   * batched longest first, so short ones go many at a time (up to `batchSize`) and long ones
+   * few; a text longer than the budget goes alone. Bounds the memory of a batch whatever the
+   * lengths. Default: no budget, `batchSize` texts a batch.
+   */
+  readonly maxBatchTokens?: number;
   /** Where to score: `cpu`, `cuda`, `cuda:<n>`, or `auto` (the first GPU when there is one; the default). */
   readonly device?: "cpu" | "cuda" | "auto" | `cuda:${number}`;
   /**
@@ -128,8 +136,8 @@ interface NativeModelHandle {
   open(configJson: string, weights: string, device?: string | null, seed?: number | null, numThreads?: number | null, precision?: string | null): string;
   scoreFeatures(values: Float32Array, rows: number, width: number, batchSize: number): string;
   scoreText(pairsJson: string, batchSize: number): string;
-  scoreTexts(queries: string[], documents: string[], batchSize: number): Promise<string>;
-  embedTexts(texts: string[], query: boolean, batchSize: number): Promise<string>;
+  scoreTexts(queries: string[], documents: string[], batchSize: number, maxBatchTokens?: number | null): Promise<string>;
+  embedTexts(texts: string[], query: boolean, batchSize: number, maxBatchTokens?: number | null): Promise<string>;
   saveHuggingFace(directory: string): string;
 }
 
@@ -223,7 +231,8 @@ export function loadModel(source: string | ModuleLoaderConfig | ModelConfig | Le
   const model = pretrained
     ? (source as ModelConfig)
     : (options.model ?? (isLoader(source) ? (source.value as ModelConfig) : modelOfJob(weights)));
-  const batchSize = options.batchSize ?? 256;
+  const batchSize = positiveCount("batchSize", options.batchSize ?? 256);
+  const maxBatchTokens = options.maxBatchTokens === undefined ? null : positiveCount("maxBatchTokens", options.maxBatchTokens);
   const { binding } = loadNative();
   const Native = (binding as unknown as { NativeModel: new () => NativeModelHandle }).NativeModel;
   const handle = new Native();
@@ -246,6 +255,7 @@ export function loadModel(source: string | ModuleLoaderConfig | ModelConfig | Le
         pairs.map((p) => p.query),
         pairs.map((p) => p.document),
         batchSize,
+        maxBatchTokens,
       ),
     );
   function score(records: FeatureRecords | readonly TokenPair[]): Float32Array;
@@ -262,7 +272,7 @@ export function loadModel(source: string | ModuleLoaderConfig | ModelConfig | Le
       unwrapOutcome(handle.saveHuggingFace(resolve(directory)));
     },
     async embed(texts, embedOptions = {}) {
-      const vectors = unwrapOutcome<number[][]>(await handle.embedTexts([...texts], embedOptions.as === "query", batchSize));
+      const vectors = unwrapOutcome<number[][]>(await handle.embedTexts([...texts], embedOptions.as === "query", batchSize, maxBatchTokens));
       return vectors.map((v) => Float32Array.from(v));
     },
     scoreTriplets(triplets) {
@@ -283,6 +293,14 @@ export function loadModel(source: string | ModuleLoaderConfig | ModelConfig | Le
         : handle.scoreFeatures(rows.features, rows.rows, rows.features.length / rows.rows, batchSize);
     return Float32Array.from(unwrapOutcome<number[]>(outcome));
   }
+}
+
+/** `value`, a whole number from 1 to 2³² − 1 (the binding's unsigned 32 bits), or a ConfigError at `name`. */
+function positiveCount(name: string, value: number): number {
+  if (!Number.isInteger(value) || value < 1 || value > 0xffff_ffff) {
+    throw new ConfigError(name, `must be a whole number of at least 1 (got ${value})`);
+  }
+  return value;
 }
 
 /** Records as the binding scores them: feature vectors row after row, or token-id pairs as JSON. */

@@ -8,7 +8,7 @@ use napi::bindgen_prelude::{AsyncTask, Float32Array};
 use napi::{Env, Task};
 use napi_derive::napi;
 use serde_json::json;
-use xpm_torch_core::data::ScoreInput;
+use xpm_torch_core::data::{BatchLimit, ScoreInput};
 use xpm_torch_core::models::{
     features_input, inference_precision, scoring_device, text_input, OpenOptions, TrainedModel,
 };
@@ -50,7 +50,7 @@ enum TextJob {
 pub struct TextTask {
     model: Option<Arc<Mutex<TrainedModel>>>,
     job: TextJob,
-    batch_size: usize,
+    limit: BatchLimit,
 }
 
 impl Task for TextTask {
@@ -65,10 +65,10 @@ impl Task for TextTask {
                 .map_err(|_| Error::Panic("an earlier call on this model panicked".into()))?;
             Ok(match &self.job {
                 TextJob::Score(queries, documents) => {
-                    json!(model.score_texts(queries, documents, self.batch_size)?)
+                    json!(model.score_texts(queries, documents, self.limit)?)
                 }
                 TextJob::Embed(texts, query) => {
-                    json!(model.embed_texts(texts, *query, self.batch_size)?)
+                    json!(model.embed_texts(texts, *query, self.limit)?)
                 }
             })
         })))
@@ -96,11 +96,19 @@ impl NativeModel {
         }))
     }
 
-    fn text_task(&self, job: TextJob, batch_size: u32) -> AsyncTask<TextTask> {
+    fn text_task(
+        &self,
+        job: TextJob,
+        batch_size: u32,
+        max_batch_tokens: Option<u32>,
+    ) -> AsyncTask<TextTask> {
         AsyncTask::new(TextTask {
             model: self.model.clone(),
             job,
-            batch_size: batch_size as usize,
+            limit: BatchLimit {
+                rows: batch_size as usize,
+                tokens: max_batch_tokens.map(|t| t as usize),
+            },
         })
     }
 }
@@ -191,26 +199,34 @@ impl NativeModel {
     }
 
     /// Scores (query, document) text pairs given as `queries` and `documents`, tokenised by
-    /// the model's tokenizer off the JavaScript thread; resolves to the outcome JSON.
+    /// the model's tokenizer off the JavaScript thread, in length order by batches of
+    /// `batch_size` pairs and at most `max_batch_tokens` padded tokens; resolves to the
+    /// outcome JSON.
     #[napi(ts_return_type = "Promise<string>")]
     pub fn score_texts(
         &self,
         queries: Vec<String>,
         documents: Vec<String>,
         batch_size: u32,
+        max_batch_tokens: Option<u32>,
     ) -> AsyncTask<TextTask> {
-        self.text_task(TextJob::Score(queries, documents), batch_size)
+        self.text_task(
+            TextJob::Score(queries, documents),
+            batch_size,
+            max_batch_tokens,
+        )
     }
 
-    /// One vector per text (by the query encoder when `query`), off the JavaScript thread;
-    /// resolves to the outcome JSON.
+    /// One vector per text (by the query encoder when `query`), off the JavaScript thread, in
+    /// batches as `score_texts` makes them; resolves to the outcome JSON.
     #[napi(ts_return_type = "Promise<string>")]
     pub fn embed_texts(
         &self,
         texts: Vec<String>,
         query: bool,
         batch_size: u32,
+        max_batch_tokens: Option<u32>,
     ) -> AsyncTask<TextTask> {
-        self.text_task(TextJob::Embed(texts, query), batch_size)
+        self.text_task(TextJob::Embed(texts, query), batch_size, max_batch_tokens)
     }
 }

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use super::{build, load_weights, Model, PlacedModel, ScoringScope, MODEL_INIT_STREAM};
 use crate::config::AnyModule;
-use crate::data::{longest_first, EncodedRows, ScoreInput, TextEncoding, TokenTable};
+use crate::data::{longest_first, BatchLimit, EncodedRows, ScoreInput, TextEncoding, TokenTable};
 use crate::rng::Rng;
 use crate::runtime::memory::{
     install_cpu_tensor_cache, release_cpu_tensor_cache, release_idle_cpu_tensors,
@@ -232,25 +232,26 @@ impl TrainedModel {
     }
 
     /// Scores of (`queries[k]`, `documents[k]`) text pairs, tokenised by the model's tokenizer,
-    /// `batch_size` pairs at a time, longest first (so that a batch is padded to nearly its own
-    /// lengths), returned in the given order.
+    /// in batches within `limit` taken longest first (so that a batch is padded to nearly its
+    /// own lengths), returned in the given order.
     ///
     /// # Errors
-    /// [`Error::Config`] for a model that does not read texts or unequal counts; a tokenizer
-    /// or libtorch error.
+    /// [`Error::Config`] for a model that does not read texts, unequal counts or a limit of
+    /// nothing; a tokenizer or libtorch error.
     pub fn score_texts(
         &self,
         queries: &[String],
         documents: &[String],
-        batch_size: usize,
+        limit: BatchLimit,
     ) -> Result<Vec<f32>> {
         same_count(queries.len(), documents.len())?;
         let encoding = self.encoding()?;
+        check_limit(limit)?;
         let _threads = self.use_threads();
         let (queries, documents) = (strs(queries), strs(documents));
         let counts = encoding.token_counts(&queries, &documents)?;
         let mut scores = vec![0f32; queries.len()];
-        for batch in longest_first(&counts).chunks(batch_size.max(1)) {
+        for batch in limit.batches(&longest_first(&counts), &counts) {
             let q: Vec<&str> = batch.iter().map(|&i| queries[i]).collect();
             let d: Vec<&str> = batch.iter().map(|&i| documents[i]).collect();
             let (input, _) = encoding.encode(&q, &d)?;
@@ -261,16 +262,17 @@ impl TrainedModel {
         Ok(scores)
     }
 
-    /// One vector per text (by the query encoder when `query`), `batch_size` texts at a time,
-    /// longest first, returned in the given order.
+    /// One vector per text (by the query encoder when `query`), in batches within `limit`
+    /// taken longest first, returned in the given order.
     ///
     /// # Errors
-    /// [`Error::Config`] for a model that does not embed texts; a tokenizer or libtorch error.
+    /// [`Error::Config`] for a model that does not embed texts or a limit of nothing; a
+    /// tokenizer or libtorch error.
     pub fn embed_texts(
         &self,
         texts: &[String],
         query: bool,
-        batch_size: usize,
+        limit: BatchLimit,
     ) -> Result<Vec<Vec<f32>>> {
         let tokenizer = match self.encoding()? {
             TextEncoding::Separate { query: q, .. } if query => q,
@@ -280,12 +282,13 @@ impl TrainedModel {
                 "a CrossEncoder scores pairs and does not embed texts: embed() needs a BiEncoder",
             )),
         };
+        check_limit(limit)?;
         let _scope = ScoringScope::enter(self.model.as_ref())?;
         let _threads = self.use_threads();
         let texts = strs(texts);
-        let order = longest_first(&tokenizer.token_counts(&singles(&texts))?);
+        let counts = tokenizer.token_counts(&singles(&texts))?;
         let mut vectors = vec![Vec::new(); texts.len()];
-        for batch in order.chunks(batch_size.max(1)) {
+        for batch in limit.batches(&longest_first(&counts), &counts) {
             let inputs: Vec<TextInput> =
                 batch.iter().map(|&i| TextInput::Single(texts[i])).collect();
             let rows = EncodedRows::from_batch(&tokenizer.encode_batch(&inputs)?)?
@@ -376,6 +379,17 @@ pub fn features_input(values: &[f32], rows: usize, width: usize) -> Result<Score
     Ok(ScoreInput::Features(
         tch::Tensor::f_from_slice(values)?.f_view([rows as i64, width as i64])?,
     ))
+}
+
+/// Refuses a batch limit that admits nothing.
+fn check_limit(limit: BatchLimit) -> Result<()> {
+    if limit.rows == 0 {
+        return Err(Error::config("batchSize", "must be at least 1"));
+    }
+    if limit.tokens == Some(0) {
+        return Err(Error::config("maxBatchTokens", "must be at least 1"));
+    }
+    Ok(())
 }
 
 /// Refuses query and document lists of different lengths.
@@ -572,13 +586,15 @@ mod length_order_tests {
     fn embeddings_in_length_order_come_back_in_the_callers_order_as_one_at_a_time() {
         let model = open("BiEncoder");
         let texts = texts();
-        let batched = model.embed_texts(&texts, false, 4).unwrap();
+        let batched = model
+            .embed_texts(&texts, false, BatchLimit::rows(4))
+            .unwrap();
         assert_eq!(batched.len(), texts.len());
         for (text, vector) in texts.iter().zip(&batched) {
             close(
                 vector,
                 &model
-                    .embed_texts(std::slice::from_ref(text), false, 1)
+                    .embed_texts(std::slice::from_ref(text), false, BatchLimit::rows(1))
                     .unwrap()[0],
             );
         }
@@ -590,18 +606,59 @@ mod length_order_tests {
             let model = open(kind);
             let queries: Vec<String> = texts().into_iter().rev().collect();
             let documents = texts();
-            let batched = model.score_texts(&queries, &documents, 4).unwrap();
+            let batched = model
+                .score_texts(&queries, &documents, BatchLimit::rows(4))
+                .unwrap();
             let alone: Vec<f32> = queries
                 .iter()
                 .zip(&documents)
                 .flat_map(|(q, d)| {
                     model
-                        .score_texts(std::slice::from_ref(q), std::slice::from_ref(d), 1)
+                        .score_texts(
+                            std::slice::from_ref(q),
+                            std::slice::from_ref(d),
+                            BatchLimit::rows(1),
+                        )
                         .unwrap()
                 })
                 .collect();
             close(&batched, &alone);
         }
+    }
+
+    #[test]
+    fn a_token_budget_batches_by_padded_tokens_with_the_same_results() {
+        let texts = texts();
+        let queries: Vec<String> = texts.iter().rev().cloned().collect();
+        // The texts run from 9 to 40 tokens: a budget of 64 puts one long text in a batch and
+        // several short ones.
+        let budget = BatchLimit {
+            rows: 8,
+            tokens: Some(64),
+        };
+        let model = open("BiEncoder");
+        let by_rows = model
+            .embed_texts(&texts, false, BatchLimit::rows(8))
+            .unwrap();
+        let by_tokens = model.embed_texts(&texts, false, budget).unwrap();
+        close(&by_rows.concat(), &by_tokens.concat());
+        let model = open("CrossEncoder");
+        close(
+            &model
+                .score_texts(&queries, &texts, BatchLimit::rows(8))
+                .unwrap(),
+            &model.score_texts(&queries, &texts, budget).unwrap(),
+        );
+        let nothing = BatchLimit {
+            rows: 8,
+            tokens: Some(0),
+        };
+        let err = model.score_texts(&queries, &texts, nothing).unwrap_err();
+        assert_eq!(err.to_string(), "maxBatchTokens: must be at least 1");
+        let err = model
+            .score_texts(&queries, &texts, BatchLimit::rows(0))
+            .unwrap_err();
+        assert_eq!(err.to_string(), "batchSize: must be at least 1");
     }
 
     /// `mixed` within bfloat16's rounding of `full` (5 % of its largest magnitude, at least
@@ -628,16 +685,23 @@ mod length_order_tests {
             open_in("BiEncoder", Precision::MixedBf16),
         );
         let (a, b) = (
-            full.embed_texts(&texts, false, 4).unwrap(),
-            mixed.embed_texts(&texts, false, 4).unwrap(),
+            full.embed_texts(&texts, false, BatchLimit::rows(4))
+                .unwrap(),
+            mixed
+                .embed_texts(&texts, false, BatchLimit::rows(4))
+                .unwrap(),
         );
         let (a, b) = (a.concat(), b.concat());
         // bfloat16 keeps 8 bits of mantissa: close, and not the float32 values (autocast ran).
         bf16_close(&a, &b, 0.0, "embeddings");
         for kind in ["CrossEncoder", "BiEncoder"] {
             let (full, mixed) = (open(kind), open_in(kind, Precision::MixedBf16));
-            let a = full.score_texts(&queries, &texts, 4).unwrap();
-            let b = mixed.score_texts(&queries, &texts, 4).unwrap();
+            let a = full
+                .score_texts(&queries, &texts, BatchLimit::rows(4))
+                .unwrap();
+            let b = mixed
+                .score_texts(&queries, &texts, BatchLimit::rows(4))
+                .unwrap();
             bf16_close(&a, &b, 1.0, kind);
         }
         // Its parameters stay float32: only the forwards run in bfloat16.

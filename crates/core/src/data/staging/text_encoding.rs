@@ -292,6 +292,41 @@ pub fn longest_first(counts: &[usize]) -> Vec<usize> {
     order
 }
 
+/// How many texts (or pairs) a batch of scoring or embedding takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchLimit {
+    /// Rows at most.
+    pub rows: usize,
+    /// Tokens at most, counted as the padded batch holds them (rows × its longest); a row
+    /// longer than this goes alone.
+    pub tokens: Option<usize>,
+}
+
+impl BatchLimit {
+    /// `rows` rows a batch, whatever their lengths.
+    pub fn rows(rows: usize) -> Self {
+        BatchLimit { rows, tokens: None }
+    }
+
+    /// `order` (indices of `counts`, longest first: see [`longest_first`]) cut into batches
+    /// within this limit: in length order, short rows go many at a time and long ones few.
+    pub fn batches<'a>(&self, order: &'a [usize], counts: &[usize]) -> Vec<&'a [usize]> {
+        let mut batches = Vec::new();
+        let mut rest = order;
+        while let Some(&first) = rest.first() {
+            // The first row is the batch's longest: the padded batch holds it once per row.
+            let fit = match self.tokens {
+                Some(tokens) => tokens / counts[first].max(1),
+                None => usize::MAX,
+            };
+            let (batch, after) = rest.split_at(fit.min(self.rows).clamp(1, rest.len()));
+            batches.push(batch);
+            rest = after;
+        }
+        batches
+    }
+}
+
 /// How a text model wants its (query, document) records encoded, with its tokenizers.
 #[derive(Debug, Clone)]
 pub enum TextEncoding {
@@ -357,6 +392,31 @@ impl TextEncoding {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn batches_in_length_order_keep_within_rows_and_padded_tokens() {
+        use super::{longest_first, BatchLimit};
+        let counts = [3, 9, 3, 12, 1];
+        let order = longest_first(&counts);
+        assert_eq!(order, [3, 1, 0, 2, 4]);
+        let by_tokens = BatchLimit {
+            rows: 4,
+            tokens: Some(20),
+        };
+        // 12 alone (two would pad to 24), then 9 with the 3 after it, then the rest.
+        let expected: [&[usize]; 3] = [&[3], &[1, 0], &[2, 4]];
+        assert_eq!(by_tokens.batches(&order, &counts), expected);
+        // A row longer than the budget still goes, alone; rows cap a budget of short ones.
+        let tight = BatchLimit {
+            rows: 2,
+            tokens: Some(6),
+        };
+        let expected: [&[usize]; 4] = [&[3], &[1], &[0, 2], &[4]];
+        assert_eq!(tight.batches(&order, &counts), expected);
+        let expected: [&[usize]; 3] = [&[3, 1], &[0, 2], &[4]];
+        assert_eq!(BatchLimit::rows(2).batches(&order, &counts), expected);
+        assert!(BatchLimit::rows(2).batches(&[], &counts).is_empty());
+    }
+
     use super::*;
 
     /// Rows of the given ids, each padded with `pad` (id 1, as RoBERTa's) to the longest.
