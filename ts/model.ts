@@ -123,16 +123,6 @@ export function newWeightsLine(names: readonly string[], from: string): string {
   return `weights not in the model's files, newly drawn from ${from}: ${names.join(", ")}`;
 }
 
-/** The native model handle (see crates/node-binding/src/model.rs). */
-interface NativeModelHandle {
-  open(configJson: string, weights: string, device?: string | null, seed?: number | null, numThreads?: number | null, precision?: string | null): string;
-  scoreFeatures(values: Float32Array, rows: number, width: number, batchSize: number): string;
-  scoreText(pairsJson: string, batchSize: number): string;
-  scoreTexts(queries: string[], documents: string[], batchSize: number): Promise<string>;
-  embedTexts(texts: string[], query: boolean, batchSize: number): Promise<string>;
-  saveHuggingFace(directory: string): string;
-}
-
 type ModuleLoaderConfig = ConfigOf<typeof ModuleLoader>;
 
 /** A Learner: the model it starts from (its model configuration, drawn from its seed). */
@@ -225,8 +215,7 @@ export function loadModel(source: string | ModuleLoaderConfig | ModelConfig | Le
     : (options.model ?? (isLoader(source) ? (source.value as ModelConfig) : modelOfJob(weights)));
   const batchSize = options.batchSize ?? 256;
   const { binding } = loadNative();
-  const Native = (binding as unknown as { NativeModel: new () => NativeModelHandle }).NativeModel;
-  const handle = new Native();
+  const handle = new binding.NativeModel();
   const opened = unwrapOutcome<{ newWeights: string[]; warnings: string[] }>(
     handle.open(JSON.stringify(toWire(model)), weights, options.device ?? "auto", seed, options.numThreads ?? null, options.precision ?? null),
   );
