@@ -22,7 +22,7 @@ export const LAYERS = [
   ["workspace"],
   ["report"],
   ["libtorch", "native"],
-  ["model", "extensions", "listeners", "hooks", "samplers"],
+  ["model", "extensions", "listeners", "hooks", "samplers", "dims-providers"],
   ["progress"],
   ["learn-types"],
   ["run"],

@@ -14,10 +14,8 @@ export { sealedSet } from "./config/types.js";
 export * as types from "./config/types.js";
 export { identifierOf, markAsOutputOf, setInitTasks, setMeta } from "./config/identity.js";
 export * from "./errors.js";
+export { defineBatchDimsProvider, type DimsCombine, type DimsProviderBehaviour } from "./dims-providers.js";
 export {
-  defineBatchDimsProvider,
-  type DimsCombine,
-  type DimsProviderBehaviour,
   defineSampler,
   inMemoryLtrDataset,
   type InMemoryArrays,
