@@ -6,7 +6,7 @@ import type { ConfigOf, InstanceOf } from "./config/class.js";
 import type { Module } from "./config/classes/base.js";
 import { Learner } from "./config/classes/learner.js";
 import { hubModelConfig } from "./config/hub-model.js";
-import { initTasksOf } from "./config/identity.js";
+import { initTasksOf } from "./config/identifier-marks.js";
 import type { ModuleLoader } from "./config/classes/module.js";
 import { toWire } from "./config/wire.js";
 import { CheckpointError, ConfigError, XpmTorchError, unwrapOutcome } from "./errors.js";
