@@ -1,6 +1,6 @@
 import { type ClassOptions, type Config, type ConfigClass, defineConfig } from "./config/class.js";
 import { Sampler } from "./config/classes/base.js";
-import { InMemoryLtrDataset } from "./config/classes/builtin.js";
+import { InMemoryLtrDataset } from "./config/classes/datasets.js";
 import type { ConfigOf } from "./config/class.js";
 import type { Params, ValuesOf } from "./config/declare.js";
 import { type Extension, registerBehaviour } from "./extensions.js";
