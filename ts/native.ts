@@ -17,9 +17,6 @@ export type NativeBinding = Omit<typeof Addon, "__napiBindingTarget">;
 /** One training run of the addon; `cancel()` stops it after its current step, with a checkpoint. */
 export type LearnRun = Addon.LearnRun;
 
-/** A trained model opened by the addon for scoring (see crates/node-binding/src/model.rs). */
-export type NativeModel = Addon.NativeModel;
-
 /** A call from the training thread into JavaScript, answered by a Promise (see ts/run/bridge.ts). */
 export type ForeignCall = Addon.ForeignCall;
 
