@@ -22,7 +22,7 @@ export const LAYERS = [
   ["workspace"],
   ["report"],
   ["libtorch", "native"],
-  ["model", "extensions", "listeners", "hooks", "samplers"],
+  ["model", "extensions", "listeners", "hooks", "samplers", "dims-providers"],
   ["progress"],
   ["learn-types"],
   ["run"],
@@ -99,10 +99,15 @@ export function importsOf(text) {
   return found.sort((a, b) => a.line - b.line);
 }
 
-/** The source file a relative specifier names (`./x.js` is `x.ts`), or undefined. */
+/**
+ * The source file a relative specifier names (`./x.js` is `x.ts`, or the declarations `x.d.ts`
+ * as napi-rs generates them for the addon), or undefined.
+ */
 function resolveImport(fromFile, spec) {
   const target = resolve(dirname(fromFile), spec);
-  const candidates = [target.replace(/\.js$/, ".ts").replace(/\.mjs$/, ".mts").replace(/\.cjs$/, ".cts"), `${target}.ts`, join(target, "index.ts"), target];
+  const source = target.replace(/\.js$/, ".ts").replace(/\.mjs$/, ".mts").replace(/\.cjs$/, ".cts");
+  const declarations = source.replace(/\.([cm]?)ts$/, ".d.$1ts");
+  const candidates = [source, declarations, `${target}.ts`, join(target, "index.ts"), target];
   return candidates.find((c) => existsSync(c) && statSync(c).isFile());
 }
 

@@ -2,8 +2,9 @@
 // variable, checked, and how each combines over a group of records.
 import { describe, expect, it } from "vitest";
 
+import { type DimsProviderBehaviour, defineBatchDimsProvider, dimsColumns } from "../ts/dims-providers.js";
 import { registeredBehaviour } from "../ts/extensions.js";
-import { type DimsProviderBehaviour, type SamplerKind, defineBatchDimsProvider, dimsColumns } from "../ts/samplers.js";
+import type { SamplerKind } from "../ts/samplers.js";
 
 const Lengths = defineBatchDimsProvider(
   "tests.dims.Lengths",

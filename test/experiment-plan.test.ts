@@ -6,7 +6,7 @@ import { join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
 
 import { ModuleLoader } from "../ts/config/classes/module.js";
-import { markAsOutputOf, setInitTasks } from "../ts/config/identity.js";
+import { markAsOutputOf, setInitTasks } from "../ts/config/identifier-marks.js";
 import { ConfigError } from "../ts/errors.js";
 import { cycleThrough, dependenciesOf } from "../ts/experiment/dependencies.js";
 import { experiment } from "../ts/experiment/experiment.js";

@@ -26,7 +26,7 @@ import {
   learn,
   loadModel,
 } from "../ts/index.js";
-import { identifierOf } from "../ts/config/identity.js";
+import { identifierOf } from "../ts/config/identifiers.js";
 import { hubModelConfig } from "../ts/config/hub-model.js";
 import { cacheDir } from "../ts/paths.js";
 import { type FakeHub, fakeCommit, startFakeHub } from "./helpers/hub-server.js";

@@ -5,7 +5,8 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 
 import { ModuleLoader } from "../ts/config/classes/module.js";
-import { identifierOf, initTasksOf, markAsOutputOf, setInitTasks } from "../ts/config/identity.js";
+import { initTasksOf, markAsOutputOf, setInitTasks } from "../ts/config/identifier-marks.js";
+import { identifierOf } from "../ts/config/identifiers.js";
 import { toWire } from "../ts/config/wire.js";
 import { ConfigError } from "../ts/errors.js";
 import { jobOf } from "../ts/workspace/job.js";

@@ -8,7 +8,8 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 
 import * as c from "../ts/config/classes/index.js";
-import { identifierOf, setInitTasks } from "../ts/config/identity.js";
+import { setInitTasks } from "../ts/config/identifier-marks.js";
+import { identifierOf } from "../ts/config/identifiers.js";
 
 const FIXTURE = join(dirname(fileURLToPath(import.meta.url)), "fixtures", "python-identifiers.json");
 

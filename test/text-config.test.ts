@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 
 import { BiEncoder, CrossEncoder, HFEncoder, TextTripletFile } from "../ts/config/classes/index.js";
-import { identifierOf } from "../ts/config/identity.js";
+import { identifierOf } from "../ts/config/identifiers.js";
 import { ConfigError } from "../ts/errors.js";
 
 describe("pretrained text model classes", () => {

@@ -124,4 +124,12 @@ describe("the TypeScript side's layers", () => {
       "import cycle: run/d.ts:1 → run/d.ts",
     ]);
   });
+
+  it("resolves an import of a CommonJS module to its declarations, as those napi-rs generates for the addon", () => {
+    const dir = tree({
+      "ts/native.ts": 'import type * as Addon from "../binding.cjs";\nexport type Binding = typeof Addon;\n',
+      "binding.d.cts": "export declare function learn(): void;\n",
+    });
+    expect(tsLayerProblems(join(dir, "ts"))).toEqual([]);
+  });
 });

@@ -1,4 +1,4 @@
-import { MlpScorer } from "./config/classes/builtin.js";
+import { MlpScorer } from "./config/classes/models.js";
 import { demoLearner } from "./demo-config.js";
 import { jobSummary } from "./job-summary.js";
 import { type EpochReport, learn } from "./learn.js";

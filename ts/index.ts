@@ -12,12 +12,11 @@ export { TYPE_KEY, type Config, type ConfigClass, type ConfigOf, type InstanceOf
 export { param, meta, constant, generated, type ParamKind } from "./config/declare.js";
 export { sealedSet } from "./config/types.js";
 export * as types from "./config/types.js";
-export { identifierOf, markAsOutputOf, setInitTasks, setMeta } from "./config/identity.js";
+export { markAsOutputOf, setInitTasks, setMeta } from "./config/identifier-marks.js";
+export { identifierOf } from "./config/identifiers.js";
 export * from "./errors.js";
+export { defineBatchDimsProvider, type DimsCombine, type DimsProviderBehaviour } from "./dims-providers.js";
 export {
-  defineBatchDimsProvider,
-  type DimsCombine,
-  type DimsProviderBehaviour,
   defineSampler,
   inMemoryLtrDataset,
   type InMemoryArrays,

@@ -6,7 +6,7 @@ import type { ConfigOf, InstanceOf } from "./config/class.js";
 import type { Module } from "./config/classes/base.js";
 import { Learner } from "./config/classes/learner.js";
 import { hubModelConfig } from "./config/hub-model.js";
-import { initTasksOf } from "./config/identity.js";
+import { initTasksOf } from "./config/identifier-marks.js";
 import type { ModuleLoader } from "./config/classes/module.js";
 import { toWire } from "./config/wire.js";
 import { CheckpointError, ConfigError, XpmTorchError, unwrapOutcome } from "./errors.js";
@@ -131,16 +131,6 @@ export function newWeightsLine(names: readonly string[], from: string): string {
   return `weights not in the model's files, newly drawn from ${from}: ${names.join(", ")}`;
 }
 
-/** The native model handle (see crates/node-binding/src/model.rs). */
-interface NativeModelHandle {
-  open(configJson: string, weights: string, device?: string | null, seed?: number | null, numThreads?: number | null, precision?: string | null): string;
-  scoreFeatures(values: Float32Array, rows: number, width: number, batchSize: number): string;
-  scoreText(pairsJson: string, batchSize: number): string;
-  scoreTexts(queries: string[], documents: string[], batchSize: number, maxBatchTokens?: number | null): Promise<string>;
-  embedTexts(texts: string[], query: boolean, batchSize: number, maxBatchTokens?: number | null): Promise<string>;
-  saveHuggingFace(directory: string): string;
-}
-
 type ModuleLoaderConfig = ConfigOf<typeof ModuleLoader>;
 
 /** A Learner: the model it starts from (its model configuration, drawn from its seed). */
@@ -234,8 +224,7 @@ export function loadModel(source: string | ModuleLoaderConfig | ModelConfig | Le
   const batchSize = positiveCount("batchSize", options.batchSize ?? 256);
   const maxBatchTokens = options.maxBatchTokens === undefined ? null : positiveCount("maxBatchTokens", options.maxBatchTokens);
   const { binding } = loadNative();
-  const Native = (binding as unknown as { NativeModel: new () => NativeModelHandle }).NativeModel;
-  const handle = new Native();
+  const handle = new binding.NativeModel();
   const opened = unwrapOutcome<{ newWeights: string[]; warnings: string[] }>(
     handle.open(JSON.stringify(toWire(model)), weights, options.device ?? "auto", seed, options.numThreads ?? null, options.precision ?? null),
   );

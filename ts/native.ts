@@ -5,48 +5,23 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 import { AddonNotFoundError, LibtorchNotFoundError } from "./errors.js";
+import type * as Addon from "../binding.cjs";
 import { type LibtorchInstall, locateLibtorch, notFoundMessage } from "./libtorch/locate.js";
 
-/** A call from the training thread into JavaScript, answered by a Promise (see ts/run/bridge.ts). */
-export interface ForeignCall {
-  /** `epoch`, `listener`, `hook` or `data`. */
-  readonly kind: string;
-  /** The request as JSON. */
-  readonly json: string;
-  /** Arrays handed over (records for a dims provider), by name. */
-  readonly floats?: Record<string, Float32Array>;
-  readonly ints?: Record<string, Int32Array>;
-}
+// The addon's types are those napi-rs generates from the Rust exports (binding.d.cts, written by
+// `npm run build` and checked in): declared once, they cannot part from what the addon exports.
 
-/** The answer to a foreign call: `failed` when the user's code threw, else JSON and arrays. */
-export interface ForeignReply {
-  readonly failed?: string;
-  readonly json?: string;
-  readonly floats?: Readonly<Record<string, Float32Array>>;
-  readonly ints?: Readonly<Record<string, Int32Array>>;
-}
+/** The functions and classes the Rust addon exports (see crates/node-binding). */
+export type NativeBinding = Omit<typeof Addon, "__napiBindingTarget">;
 
 /** One training run of the addon; `cancel()` stops it after its current step, with a checkpoint. */
-export interface LearnRun {
-  cancel(): void;
-}
+export type LearnRun = Addon.LearnRun;
 
-/** The functions the Rust addon exports (see crates/node-binding). */
-export interface NativeBinding {
-  LearnRun: new () => LearnRun;
-  learn(
-    configJson: string,
-    run: LearnRun,
-    reporter?: ((event: string) => void) | null,
-    foreign?: ((call: ForeignCall) => Promise<ForeignReply>) | null,
-  ): Promise<string>;
-  scoreDuringRun(run: LearnRun, request: { features?: Float32Array; rows?: number; tokenPairsJson?: string }): Promise<string>;
-  panicInTrainingThread(message: string): Promise<string>;
-  errorSamples(): string[];
-  readConfig(configJson: string): string;
-  runtimeInfo(): string;
-  bindRendezvousSocket(host: string): { fd: number; port: number };
-}
+/** A call from the training thread into JavaScript, answered by a Promise (see ts/run/bridge.ts). */
+export type ForeignCall = Addon.ForeignCall;
+
+/** The answer to a foreign call: `failed` when the user's code threw, else JSON and arrays. */
+export type ForeignReply = Awaited<ReturnType<NonNullable<Parameters<typeof Addon.learn>[3]>>>;
 
 /** The npm package holding the prebuilt addon for this machine (napi-rs convention). */
 export const PLATFORM_PACKAGE = "xpm-torch-linux-x64-gnu";

@@ -5,7 +5,7 @@ import { join } from "node:path";
 
 import { ModelDirectoryError } from "../errors.js";
 import { hubModelDirectory } from "../hub/resolve.js";
-import { BiEncoder, CrossEncoder, HFEncoder } from "./classes/text.js";
+import { BiEncoder, CrossEncoder, HFEncoder } from "./classes/models.js";
 
 type Json = Record<string, unknown>;
 

@@ -1,5 +1,5 @@
 import { TYPE_KEY, type Wire, configClassOf } from "./class.js";
-import type { GeneratedPaths } from "./identity.js";
+import type { GeneratedPaths } from "./identifiers.js";
 
 export type { Wire } from "./class.js";
 

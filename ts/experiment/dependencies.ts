@@ -1,7 +1,7 @@
 // Which tasks a task needs first: the producers of the outputs it uses, in its parameters or its
 // initialisation tasks. Using a Learner's loader in another job makes that job wait for it.
 import { configClassOf } from "../config/class.js";
-import { initTasksOf, producerOf } from "../config/identity.js";
+import { initTasksOf, producerOf } from "../config/identifier-marks.js";
 
 /** The distinct tasks whose outputs `task` uses, in the order they are met. */
 export function dependenciesOf(task: object): object[] {

@@ -5,7 +5,7 @@ import { resolve } from "node:path";
 
 import { type ConfigOf, configClassOf } from "../config/class.js";
 import { Learner } from "../config/classes/learner.js";
-import { identifierOf } from "../config/identity.js";
+import { identifierOf } from "../config/identifiers.js";
 import { ConfigError, XpmTorchError } from "../errors.js";
 import { watchedPlan } from "../learn.js";
 import type { LearnResult, LearnerConfig } from "../learn-types.js";

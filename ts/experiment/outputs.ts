@@ -4,7 +4,7 @@
 import { join } from "node:path";
 
 import { configClassOf } from "../config/class.js";
-import { RankingValidationListener } from "../config/classes/builtin.js";
+import { RankingValidationListener } from "../config/classes/validation.js";
 import { TrainerValidationLoss, ValidationSettings } from "../config/classes/validation.js";
 import { ConfigError } from "../errors.js";
 import type { LearnerConfig, ModuleLoaderConfig } from "../learn-types.js";

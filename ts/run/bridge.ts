@@ -4,7 +4,7 @@
 // Promise the training thread waits on.
 import { TYPE_KEY, configClassOf } from "../config/class.js";
 import { ModuleLoader } from "../config/classes/module.js";
-import { initTasksOf } from "../config/identity.js";
+import { initTasksOf } from "../config/identifier-marks.js";
 import { JS_OBJECT, type Wire, toWire } from "../config/wire.js";
 import { ConfigError, unwrapOutcome } from "../errors.js";
 import { type Answer, registeredBehaviour } from "../extensions.js";

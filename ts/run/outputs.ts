@@ -4,7 +4,7 @@
 import { CheckpointSettings } from "../config/classes/learner.js";
 import { ModuleLoader } from "../config/classes/module.js";
 import { ValidationSettings } from "../config/classes/validation.js";
-import { markAsOutputOf } from "../config/identity.js";
+import { markAsOutputOf } from "../config/identifier-marks.js";
 import type { LearnerConfig, LearnerLoaders, ModuleLoaderConfig } from "../learn-types.js";
 import type { StoredResult } from "./train.js";
 

@@ -4,7 +4,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 
 import { type InstanceOf, configClassOf } from "../config/class.js";
-import { HFEncoder } from "../config/classes/text.js";
+import { HFEncoder } from "../config/classes/models.js";
 import { resolveHubModel } from "../hub/resolve.js";
 import type { PretrainedModel } from "../learn-types.js";
 import type { JobFiles } from "../workspace/job.js";

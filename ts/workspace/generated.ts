@@ -2,7 +2,7 @@ import { join } from "node:path";
 
 import { ConfigError } from "../errors.js";
 import { configClassOf } from "../config/class.js";
-import type { GeneratedPaths } from "../config/identity.js";
+import type { GeneratedPaths } from "../config/identifiers.js";
 
 /**
  * Where each generated path of a task's tree goes (identifiers.md §11.2): the task's own under

@@ -3,7 +3,7 @@ import { hostname } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 
 import { configClassOf } from "../config/class.js";
-import { type GeneratedPaths, identifierOf } from "../config/identity.js";
+import { type GeneratedPaths, identifierOf } from "../config/identifiers.js";
 import { XpmTorchError } from "../errors.js";
 import { generatePaths } from "./generated.js";
 import { writeParamsJson } from "./params-json.js";

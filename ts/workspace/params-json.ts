@@ -2,8 +2,8 @@ import { readFileSync } from "node:fs";
 import { relative } from "node:path";
 
 import { type AnyConfigClass, classById, configClassOf } from "../config/class.js";
-import { identifierOf, initTasksOf, markAsOutputOf, producerOf, setInitTasks } from "../config/identity.js";
-import type { GeneratedPaths } from "../config/identity.js";
+import { initTasksOf, markAsOutputOf, producerOf, setInitTasks } from "../config/identifier-marks.js";
+import { type GeneratedPaths, identifierOf } from "../config/identifiers.js";
 import { sealedSet } from "../config/types.js";
 import { ConfigError } from "../errors.js";
 import type { ValueType } from "../identity/values.js";

@@ -1,4 +1,4 @@
-// Listwise losses, over the slates of `SlateSampler` (builtin.ts). Ours — the Python library has
+// Listwise losses, over the slates of `SlateSampler` (samplers.ts). Ours — the Python library has
 // none — under `xpm_torch` type ids like the rest. They follow allRank 1.4.3.
 import { defineConfig } from "../class.js";
 import { param } from "../declare.js";
