@@ -23,7 +23,8 @@ pub(super) struct Resumed {
     pub(super) progress: Progress,
     /// The checkpoint it continues from.
     pub(super) from: Option<PathBuf>,
-    /// Those that failed to load (damaged or not fitting: never deleted, see [`tidy`](super::tidy)).
+    /// Those that failed to load (damaged or not fitting: never deleted, see
+    /// [`tidy`](super::tidy)).
     pub(super) skipped: Skipped,
 }
 
