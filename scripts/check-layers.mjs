@@ -1,6 +1,8 @@
 // The layer order of the Rust core (docs/architecture.md, "Layers"): a module may use its own
-// layer and those below it, never one above. Reads every production file of crates/core/src
-// (test modules and test files are exempt) and fails on any `crate::` path into a higher layer.
+// layer and those below it, never one above. Reads every file of crates/core/src, test modules
+// and test files held to the same order (a test that needs a higher layer, such as a whole run
+// through the learner, is an integration test in crates/core/tests), and fails on any `crate::`
+// path into a higher layer.
 //
 //   node scripts/check-layers.mjs [SRC_DIR]
 
@@ -27,35 +29,9 @@ const ROOT_ITEMS = { Error: "error", Result: "error" };
 
 const layerOf = new Map(LAYERS.flatMap((mods, i) => mods.map((m) => [m, i])));
 
-function isTestFile(path) {
-  const name = path.split(sep).pop();
-  return name === "tests.rs" || name.endsWith("_tests.rs") || name === "tests_support.rs" || path.split(sep).includes("tests");
-}
-
-/** The file without its `#[cfg(test)]` items (a test module runs to the end of its braces). */
-function productionText(text) {
-  const lines = text.split("\n");
-  const kept = [];
-  for (let i = 0; i < lines.length; i++) {
-    if (lines[i].trim() === "#[cfg(test)]") {
-      // Skip the attributed item: a one-line `mod x;`/`use …;`, or a braced block.
-      let depth = 0;
-      let opened = false;
-      let j = i + 1;
-      for (; j < lines.length; j++) {
-        for (const ch of lines[j]) {
-          if (ch === "{") { depth++; opened = true; }
-          if (ch === "}") depth--;
-        }
-        if ((opened && depth === 0) || (!opened && lines[j].trimEnd().endsWith(";"))) break;
-      }
-      for (let k = i; k <= j; k++) kept.push("");
-      i = j;
-      continue;
-    }
-    kept.push(lines[i].replace(/\/\/.*$/, ""));
-  }
-  return kept;
+/** The file's lines, without their `//` comments. */
+function codeLines(text) {
+  return text.split("\n").map((line) => line.replace(/\/\/.*$/, ""));
 }
 
 /** The top-level modules named by `crate::` paths on a line, `crate::{a::x, b}` included. */
@@ -102,13 +78,13 @@ export function layerViolations(srcDir) {
   for (const file of rustFiles(srcDir)) {
     const rel = relative(srcDir, file);
     const own = rel.split(sep)[0].replace(/\.rs$/, "");
-    if (own === "lib" || isTestFile(rel)) continue;
+    if (own === "lib") continue;
     const ownLayer = layerOf.get(own);
     if (ownLayer === undefined) {
       problems.push(`${rel}: module \`${own}\` is in no layer (scripts/check-layers.mjs, LAYERS)`);
       continue;
     }
-    productionText(readFileSync(file, "utf8")).forEach((line, i) => {
+    codeLines(readFileSync(file, "utf8")).forEach((line, i) => {
       for (const target of targets(line)) {
         const layer = layerOf.get(target);
         if (layer !== undefined && layer > ownLayer) {

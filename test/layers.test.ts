@@ -80,16 +80,24 @@ describe("the core's layers", () => {
   const testModule = (attribute: string): string =>
     `${attribute}mod tests {\n    use crate::${high}::Learner;\n\n    fn uses() {\n        let _ = crate::${high}::Learner::default;\n    }\n}\n`;
 
-  it("exempts the upward imports of a #[cfg(test)] module", () => {
-    const { src, before } = copyOfCore();
-    append(src, moduleFile(src, low), testModule("#[cfg(test)]\n"));
-    expect(added(src, before)).toEqual([]);
+  it("holds a #[cfg(test)] module to the same order, as the same module without it", () => {
+    for (const attribute of ["#[cfg(test)]\n", ""]) {
+      const { src, before } = copyOfCore();
+      const line = append(src, moduleFile(src, low), testModule(attribute));
+      const first = line + (attribute ? 1 : 0);
+      expect(added(src, before).map((p) => Number(p.split(":")[1]))).toEqual([first + 1, first + 4]);
+    }
   });
 
-  it("reports the same module without #[cfg(test)]", () => {
+  it("holds test files to the same order", () => {
     const { src, before } = copyOfCore();
-    const line = append(src, moduleFile(src, low), testModule(""));
-    expect(added(src, before).map((p) => Number(p.split(":")[1]))).toEqual([line + 1, line + 4]);
+    for (const name of ["tests.rs", "upward_tests.rs"]) {
+      const file = join(low, name);
+      appendFileSync(join(src, file), `use crate::${high}::Learner;\n`);
+      expect(added(src, before)).toContainEqual(
+        `${file}:1: \`${low}\` (layer ${layerOf(low)}) uses \`crate::${high}\` (layer ${layerOf(high)}, above it)`,
+      );
+    }
   });
 });
 

@@ -2,8 +2,7 @@
 //! their own test process so that they cannot disturb the library's tests.
 #![allow(clippy::unwrap_used)]
 
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::AtomicBool;
 
 use xpm_torch_core::config::parse_learner;
 use xpm_torch_core::learner::{learn, NoObserver};
@@ -13,18 +12,8 @@ use xpm_torch_core::runtime::{
 
 #[path = "support/demo_config.rs"]
 mod demo_config;
-
-fn scratch() -> PathBuf {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "xpm-runtime-test-{}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+#[path = "support/scratch.rs"]
+mod scratch;
 
 /// The demo Learner on the CPU for 2 epochs of 15 steps, checkpointed in `dir`, without
 /// validation, with `fabric_extra` spliced into its FabricConfiguration.
@@ -42,7 +31,7 @@ fn learner_json(dir: &std::path::Path, fabric_extra: &str) -> String {
 }
 
 fn trained_weights(fabric_extra: &str) -> Vec<u8> {
-    let dir = scratch();
+    let dir = scratch::scratch_dir();
     let config = parse_learner(&learner_json(&dir, fabric_extra)).unwrap();
     let out = learn(&config, &mut NoObserver, &AtomicBool::new(false)).unwrap();
     std::fs::read(out.learned_model.unwrap()).unwrap()

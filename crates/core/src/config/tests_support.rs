@@ -29,19 +29,10 @@ pub(crate) fn demo_config_json() -> String {
     )
 }
 
-/// A fresh directory for one test's files.
-pub(crate) fn scratch_dir() -> std::path::PathBuf {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "xpm-core-test-{}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+#[path = "../../tests/support/scratch.rs"]
+mod scratch;
+
+pub(crate) use scratch::scratch_dir;
 
 /// A CPU run's fabric configuration in `precision`, everything else by default.
 pub(crate) fn cpu_fabric(precision: &str) -> super::FabricConfigurationConfig {

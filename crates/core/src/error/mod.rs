@@ -278,7 +278,7 @@ mod tests {
                 "file": "train.txt", "line": 3, "column": 7, "detail": "bad label",
             })
         );
-        let collective = Error::Distributed(crate::distributed::DistributedError::Collective {
+        let collective = Error::Distributed(DistributedError::Collective {
             rank: 1,
             world: 2,
             operation: "all_reduce",

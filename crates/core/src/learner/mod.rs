@@ -21,7 +21,7 @@ mod step_losses;
 mod trainers;
 
 pub use context::*;
-pub use listeners::{ListenerStatus, ListenerView};
+pub use listeners::{ListenerStatus, ListenerView, RankMetric};
 pub use metrics::*;
 pub use observer::*;
 pub use output::*;

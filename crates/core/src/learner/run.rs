@@ -1,5 +1,11 @@
 //! [`learn`]: a whole training run on the calling thread: joining the ranks, resuming from the
-//! newest complete checkpoint, the epoch and step loop, validation, checkpoints and interruption.
+//! newest complete checkpoint (`run/resume.rs`), the epoch loop with its steps (`run/step.rs`),
+//! validation, checkpoints and interruption.
+
+mod resume;
+mod step;
+#[cfg(test)]
+pub(super) mod tests;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -9,10 +15,10 @@ use std::time::Instant;
 
 use tch::{Kind, Tensor};
 
-use super::build::{build, js_hooks, JsHook, Run};
+use super::build::{js_hooks, JsHook, Run};
 use super::checkpoint::{
-    checkpoint_dirs, checkpoint_epoch, drop_training_state, load_checkpoint, recorded_step,
-    save_checkpoint, tidy, CheckpointPolicy, Progress, RankState, INTERRUPTED,
+    checkpoint_epoch, drop_training_state, save_checkpoint, tidy, CheckpointPolicy, Progress,
+    RankState, INTERRUPTED,
 };
 use super::distributed::Distributed;
 use super::listeners::{ListenerStatus, ListenerView};
@@ -26,6 +32,7 @@ use crate::models::draws_from_global_generator;
 use crate::runtime::memory::{install_cpu_tensor_cache, release_free_heap, HeapTrimmer};
 use crate::runtime::{GlobalGeneratorLease, Runtime};
 use crate::{Error, Result};
+use resume::{resume, Resumed, StartAt};
 
 /// Runs a whole training on the calling thread, continuing from the newest complete checkpoint
 /// in the learner's checkpoint directory when there is one.
@@ -99,7 +106,7 @@ fn call_hooks(
 }
 
 /// Passes `messages` on to the observer and keeps them for the run's output.
-fn warn(observer: &mut dyn Observer, into: &mut Vec<String>, messages: Vec<String>) {
+fn pass_on_warnings(observer: &mut dyn Observer, into: &mut Vec<String>, messages: Vec<String>) {
     for message in messages {
         observer.warning(&message);
         into.push(message);
@@ -125,12 +132,12 @@ impl Placement {
         let local_rank = DistEnv::from_env().map_or(0, |env| env.local_rank);
         let (runtime, runtime_warnings) =
             Runtime::for_local_rank(&config.fabric_config, local_rank)?;
-        warn(observer, warnings, runtime_warnings);
+        pass_on_warnings(observer, warnings, runtime_warnings);
         runtime.apply()?;
         let (dist, dist_warnings) = Distributed::join(&config.fabric_config, runtime.device)?;
-        warn(observer, warnings, dist_warnings);
+        pass_on_warnings(observer, warnings, dist_warnings);
         let shard = dist.shard()?;
-        warn(
+        pass_on_warnings(
             observer,
             warnings,
             reproducibility_warnings(config, &runtime),
@@ -139,82 +146,6 @@ impl Placement {
             runtime,
             dist: Rc::new(dist),
             shard,
-        })
-    }
-}
-
-/// A checkpoint that failed to load, and why.
-type Skipped = Vec<(PathBuf, Error)>;
-
-/// The run as built and restored.
-struct Resumed {
-    run: Run,
-    progress: Progress,
-    /// The checkpoint it continues from.
-    from: Option<PathBuf>,
-    /// Those that failed to load (damaged or not fitting: never deleted, see [`tidy`]).
-    skipped: Skipped,
-}
-
-/// Builds the run and restores the newest checkpoint that loads.
-fn resume(
-    config: &LearnerConfig,
-    placement: &Placement,
-    observer: &mut dyn Observer,
-) -> Result<Resumed> {
-    let js = observer.js_data();
-    let (runtime, shard) = (&placement.runtime, placement.shard);
-    let mut resumed = Resumed {
-        run: build(config, runtime, shard, &js)?,
-        progress: Progress::default(),
-        from: None,
-        skipped: Vec::new(),
-    };
-    let Some(root) = config.checkpointspath.as_deref().map(Path::new) else {
-        return Ok(resumed);
-    };
-    let policy = CheckpointPolicy::of(config);
-    let mut candidates: Vec<(u64, PathBuf)> = checkpoint_dirs(root)
-        .into_iter()
-        .map(|d| (recorded_step(&d), d))
-        .collect();
-    candidates.sort_by(|a, b| b.cmp(a));
-    for (_, dir) in candidates {
-        match load_checkpoint(&mut resumed.run, &dir, shard.rank, &policy) {
-            Ok(progress) => {
-                resumed.progress = progress;
-                resumed.from = Some(dir);
-                return Ok(resumed);
-            }
-            Err(err) => {
-                resumed.skipped.push((dir, err));
-                // A failed restore may have changed some of the run: start from a fresh one.
-                resumed.run = build(config, runtime, shard, &js)?;
-            }
-        }
-    }
-    Ok(resumed)
-}
-
-/// Where the epoch loop starts: inside an epoch when resuming from an interruption.
-struct StartAt {
-    /// The last completed epoch.
-    epoch: u64,
-    /// Steps already done in the next epoch.
-    steps_in_epoch: u64,
-    /// Their summed losses.
-    partial_loss: Option<Tensor>,
-}
-
-impl StartAt {
-    fn of(progress: &Progress) -> Result<Self> {
-        Ok(StartAt {
-            epoch: progress.epoch,
-            steps_in_epoch: progress.steps_in_epoch,
-            partial_loss: match progress.partial_loss {
-                Some(v) => Some(Tensor::f_from_slice(&[v as f32])?.f_squeeze()?),
-                None => None,
-            },
         })
     }
 }
@@ -256,7 +187,7 @@ impl<'a> Training<'a> {
         let skips = skipped
             .iter()
             .map(|(dir, err)| format!("skipped checkpoint {}: {err}", dir.display()));
-        warn(observer, &mut warnings, skips.collect());
+        pass_on_warnings(observer, &mut warnings, skips.collect());
         let dist = placement.dist;
         dist.check_same_step(progress.step)?;
         let policy = CheckpointPolicy::of(config);
@@ -265,11 +196,11 @@ impl<'a> Training<'a> {
         let mut learned_model = None;
         if let Some(root) = root.as_deref().filter(|_| dist.is_writer()) {
             let tidied = tidy(root, from.as_deref(), &progress, &policy, &skipped)?;
-            warn(observer, &mut warnings, tidied.warnings);
+            pass_on_warnings(observer, &mut warnings, tidied.warnings);
             learned_model = tidied.learned_model;
         }
         if let Some(message) = dist.broadcast_parameters(run.model.as_ref())? {
-            warn(observer, &mut warnings, vec![message]);
+            pass_on_warnings(observer, &mut warnings, vec![message]);
         }
         if !dist.is_writer() {
             mute_listener_files(&mut run);
@@ -380,48 +311,6 @@ impl<'a> Training<'a> {
         })
     }
 
-    /// Step `done` (from 0) of `epoch` between the step hooks; returns `loss_sum` with its
-    /// loss added.
-    fn step(&mut self, epoch: u64, done: u64, loss_sum: Option<Tensor>) -> Result<Tensor> {
-        let before = self.ctx.step;
-        call_hooks(
-            self.observer,
-            &self.step_hooks,
-            "before",
-            self.config,
-            epoch,
-            before,
-        )?;
-        let loss = train_step(&mut self.run, &mut self.ctx, &self.dist)?;
-        self.step_losses.push(&loss)?;
-        self.heap.after_step();
-        self.report_warnings();
-        let sum = match loss_sum {
-            Some(sum) => sum.f_add(&loss)?,
-            None => loss,
-        };
-        let step = self.ctx.step;
-        call_hooks(
-            self.observer,
-            &self.step_hooks,
-            "after",
-            self.config,
-            epoch,
-            step,
-        )?;
-        let running_loss = match self.observer.wants_running_loss() {
-            true => Some(sum.f_to_kind(Kind::Double)?.f_double_value(&[])? / (done + 1) as f64),
-            false => None,
-        };
-        let after = StepProgress {
-            epoch,
-            step,
-            total_steps: self.config.max_epochs * self.config.steps_per_epoch,
-        };
-        self.observer.on_step_with_loss(after, running_loss)?;
-        Ok(sum)
-    }
-
     /// Ends the run inside `epoch` after `done` of its steps: checkpoints there (every rank
     /// takes part, rank 0 writes) and returns the error that says where.
     fn interrupt(&mut self, epoch: u64, done: u64, loss_sum: Option<&Tensor>) -> Result<Error> {
@@ -442,7 +331,7 @@ impl<'a> Training<'a> {
             partial_step_losses: self.step_losses.values()?,
         };
         let root = self.root.as_deref().filter(|_| self.dist.is_writer());
-        Ok(interrupt(&self.run, &at, &ranks, root))
+        Ok(checkpoint_interruption(&self.run, &at, &ranks, root))
     }
 
     /// The end of `epoch`: its metrics, validation, the stop vote and the checkpoint the
@@ -617,7 +506,7 @@ impl<'a> Training<'a> {
         };
         let kept: Vec<u64> = self.output.checkpoints.keys().copied().collect();
         let dropped = drop_training_state(root, &kept, &self.policy)?;
-        warn(self.observer, &mut self.warnings, dropped.warnings);
+        pass_on_warnings(self.observer, &mut self.warnings, dropped.warnings);
         self.output.dropped_training_state = dropped.state;
         Ok(())
     }
@@ -625,7 +514,7 @@ impl<'a> Training<'a> {
     /// Passes on the warnings the trainers gave (out-of-memory replays, probes skipped, ...).
     fn report_warnings(&mut self) {
         let messages = self.ctx.take_warnings();
-        warn(self.observer, &mut self.warnings, messages);
+        pass_on_warnings(self.observer, &mut self.warnings, messages);
     }
 
     /// The run's output, with the listeners' results.
@@ -699,7 +588,15 @@ fn lease_global_generators(
     }))
 }
 
-fn interrupt(run: &Run, at: &Progress, ranks: &[RankState], root: Option<&Path>) -> Error {
+/// Saves the checkpoint of an interruption at `at` as `interrupted/` under `root` and returns
+/// the error that ends the run and says where it is; [`Error::Cancelled`] without a `root` (no
+/// checkpoints directory, or a rank other than 0), the saving's error when it fails.
+fn checkpoint_interruption(
+    run: &Run,
+    at: &Progress,
+    ranks: &[RankState],
+    root: Option<&Path>,
+) -> Error {
     let Some(root) = root else {
         return Error::Cancelled;
     };
@@ -712,9 +609,6 @@ fn interrupt(run: &Run, at: &Progress, ranks: &[RankState], root: Option<&Path>)
     }
 }
 
-/// The metric of the loss scale (`train/gradient/scaler` once logged).
-const SCALER_METRIC: &str = "gradient/scaler";
-
 /// Where the epoch loss rides along with the training metrics while they are averaged over
 /// the ranks (a name no metric takes).
 const EPOCH_LOSS: &str = "\u{0}epoch-loss";
@@ -724,369 +618,5 @@ const EPOCH_LOSS: &str = "\u{0}epoch-loss";
 fn mute_listener_files(run: &mut Run) {
     for listener in &mut run.listeners {
         listener.mute_files();
-    }
-}
-
-fn optimized_parameters(run: &Run) -> Vec<Tensor> {
-    run.optimizers
-        .parameter_groups()
-        .flatten()
-        .map(Tensor::shallow_clone)
-        .collect()
-}
-
-/// One optimizer step; returns the step's (detached) weighted loss. Under DDP the gradients
-/// are averaged over the ranks right after the backward. With a loss scaler the gradients are
-/// unscaled before the gradient hooks see them, and a step whose gradients are not finite (on
-/// any rank) is skipped by all ranks (the schedules still advance).
-fn train_step(run: &mut Run, ctx: &mut TrainerContext, dist: &Distributed) -> Result<Tensor> {
-    run.optimizers.zero_grad()?;
-    let loss = run.trainer.process_step(run.model.as_ref(), ctx)?;
-    let distributed = dist.world() > 1;
-    let params = if run.scaler.is_some() || !run.gradient_hooks.is_empty() || distributed {
-        optimized_parameters(run)
-    } else {
-        Vec::new()
-    };
-    dist.average_gradients(&params)?;
-    let finite = match &mut run.scaler {
-        Some(scaler) => {
-            ctx.add_value(SCALER_METRIC, scaler.scale_value()?)?;
-            let local = scaler.unscale(&params)?;
-            let finite = !dist.any_flag(!local)?;
-            if local && !finite {
-                scaler.record_non_finite()?;
-            }
-            scaler.update()?;
-            finite
-        }
-        None => true,
-    };
-    if finite {
-        for hook in &run.gradient_hooks {
-            hook.apply(&params, ctx)?;
-        }
-    }
-    let rates = if finite {
-        run.optimizers.step()?
-    } else {
-        run.optimizers.skip()
-    };
-    for (key, lr) in run.lr_metrics.iter().zip(rates) {
-        ctx.add_value(key, lr)?;
-    }
-    ctx.step += 1;
-    Ok(loss)
-}
-
-#[cfg(test)]
-pub(super) mod tests {
-    use super::*;
-    use crate::config::parse_learner;
-    use crate::config::tests_support::{demo_config_json, scratch_dir};
-    use crate::learner::NoObserver;
-
-    /// Raises `flag` once step `steps` is done: a cancellation at a chosen step.
-    pub(in crate::learner) struct CancelAfter<'a> {
-        pub steps: u64,
-        pub flag: &'a AtomicBool,
-    }
-
-    impl Observer for CancelAfter<'_> {
-        fn on_step(&mut self, progress: StepProgress) -> Result<()> {
-            if progress.step >= self.steps {
-                self.flag.store(true, Ordering::Relaxed);
-            }
-            Ok(())
-        }
-    }
-
-    fn config_in(dir: &Path) -> LearnerConfig {
-        let json = demo_config_json().replace("/tmp/job", &dir.display().to_string());
-        parse_learner(&json).unwrap()
-    }
-
-    fn run_demo(json: &str) -> LearnOutput {
-        let dir = scratch_dir();
-        let json = json.replace("/tmp/job", &dir.display().to_string());
-        let config = parse_learner(&json).unwrap();
-        learn(&config, &mut NoObserver, &AtomicBool::new(false)).unwrap()
-    }
-
-    #[test]
-    fn loss_falls_and_heldout_accuracy_rises() {
-        let out = run_demo(&demo_config_json());
-        assert_eq!(out.epochs.len(), 3);
-        let first = &out.epochs[0];
-        let last = &out.epochs[2];
-        assert!(last.loss < first.loss, "{} !< {}", last.loss, first.loss);
-        assert!(
-            last.metrics["heldout/pairwise_accuracy"] > 0.8,
-            "{:?}",
-            last.metrics
-        );
-        assert_eq!(last.step, 60);
-        assert!((last.train["pair-hinge"] - last.loss).abs() < 1e-6);
-        assert!((last.train["gradient/scheduler/1/1"] - 0.01).abs() < 1e-12);
-    }
-
-    const ADAM: &str = r#"{"__xpmtype__":"xpm_torch.optim.Adam","lr":0.01,"weight_decay":0.0,"eps":1e-8,"betas":[0.9,0.999]}"#;
-    const ADAFACTOR: &str = r#"{"__xpmtype__":"xpm_torch.optim.Adafactor","weight_decay":0.0,"relative_step":true,
-        "eps":[1e-30,1e-3],"clip_threshold":1.0,"decay_rate":-0.8,"scale_parameter":true,"warmup_init":false}"#;
-
-    #[test]
-    fn adafactor_with_relative_steps_trains_and_refuses_a_scheduler() {
-        let json = demo_config_json().replace(ADAM, ADAFACTOR);
-        assert_ne!(json, demo_config_json());
-        let out = run_demo(&json);
-        let (first, last) = (&out.epochs[0], &out.epochs[2]);
-        assert!(last.loss < first.loss, "{} !< {}", last.loss, first.loss);
-        // The logged rate is the relative step size, min(1e-2, 1/√t).
-        assert!((last.train["gradient/scheduler/1/1"] - 1e-2).abs() < 1e-12);
-
-        let scheduled = json.replace(
-            r#""filter":"#,
-            r#""scheduler":{"__xpmtype__":"xpm_torch.schedulers.CosineWithWarmup","num_warmup_steps":2,"num_cycles":0.5},"filter":"#,
-        );
-        let dir = scratch_dir();
-        let config =
-            parse_learner(&scheduled.replace("/tmp/job", &dir.display().to_string())).unwrap();
-        let err = learn(&config, &mut NoObserver, &AtomicBool::new(false))
-            .unwrap_err()
-            .to_string();
-        assert!(err.starts_with("learner.optimizers[0].scheduler:"), "{err}");
-    }
-
-    #[test]
-    fn same_seed_gives_identical_losses() {
-        let a = run_demo(&demo_config_json());
-        let b = run_demo(&demo_config_json());
-        assert_eq!(a.loss_bits(), b.loss_bits());
-    }
-
-    #[test]
-    fn cancellation_writes_a_checkpoint_and_resuming_matches_an_uninterrupted_run() {
-        let whole = run_demo(&demo_config_json());
-        let dir = scratch_dir();
-        let config = config_in(&dir);
-        let flag = AtomicBool::new(false);
-        // Interrupted in the middle of the second epoch (20 steps per epoch).
-        let err = learn(
-            &config,
-            &mut CancelAfter {
-                steps: 27,
-                flag: &flag,
-            },
-            &flag,
-        )
-        .unwrap_err();
-        assert_eq!(err.code(), "ERR_INTERRUPTED");
-        assert!(
-            err.to_string()
-                .starts_with("training was interrupted at step 27;"),
-            "{err}"
-        );
-        let resumed = learn(&config, &mut NoObserver, &AtomicBool::new(false)).unwrap();
-        assert!(resumed
-            .resumed_from
-            .as_ref()
-            .unwrap()
-            .ends_with("interrupted"));
-        let model = |o: &LearnOutput| std::fs::read(o.learned_model.as_ref().unwrap()).unwrap();
-        assert_eq!(model(&resumed), model(&whole));
-        assert_eq!(resumed.loss_bits(), whole.loss_bits());
-        assert!(!dir.join("checkpoints").join(INTERRUPTED).exists());
-    }
-
-    #[test]
-    fn a_damaged_checkpoint_is_skipped_with_a_warning_and_kept() {
-        let whole = run_demo(&demo_config_json());
-        let dir = scratch_dir();
-        let mut config = config_in(&dir);
-        // Every epoch's checkpoint, whole, for an older one to resume from.
-        config.checkpoint_keep = config.max_epochs;
-        config.keep_training_state = true;
-        learn(&config, &mut NoObserver, &AtomicBool::new(false)).unwrap();
-        // Damage the newest checkpoint and forget the two after the first epoch.
-        let root = dir.join("checkpoints");
-        std::fs::remove_dir_all(root.join("epoch-00000002")).unwrap();
-        let newest = root.join("epoch-00000003").join("model/model.safetensors");
-        let bytes = std::fs::read(&newest).unwrap();
-        std::fs::write(&newest, &bytes[..bytes.len() / 2]).unwrap();
-        let resumed = learn(&config, &mut NoObserver, &AtomicBool::new(false)).unwrap();
-        assert!(resumed
-            .resumed_from
-            .as_ref()
-            .unwrap()
-            .ends_with("epoch-00000001"));
-        // The skip, then where the damaged checkpoint is kept.
-        assert_eq!(resumed.warnings.len(), 2);
-        assert!(resumed.warnings[1].contains("epoch-00000003.damaged"));
-        assert!(
-            resumed.warnings[0].contains("epoch-00000003")
-                && resumed.warnings[0].contains("model/model.safetensors"),
-            "{:?}",
-            resumed.warnings
-        );
-        let model = |o: &LearnOutput| std::fs::read(o.learned_model.as_ref().unwrap()).unwrap();
-        assert_eq!(model(&resumed), model(&whole));
-    }
-
-    /// The demo under another precision; the float32 matmul precision stays the one the other
-    /// tests run with (it is process-wide and tests run in parallel).
-    fn demo_in(precision: &str) -> String {
-        demo_config_json().replace(
-            "\"precision\":\"32-true\",",
-            &format!("\"precision\":\"{precision}\",\"torch_fp32_precision\":\"high\","),
-        )
-    }
-
-    #[test]
-    fn bf16_mixed_still_reaches_the_demo_accuracy() {
-        let out = run_demo(&demo_in("bf16-mixed"));
-        let last = &out.epochs[2];
-        assert!(
-            last.metrics["heldout/pairwise_accuracy"] > 0.8,
-            "{:?}",
-            last.metrics
-        );
-        assert!(last.loss < out.epochs[0].loss);
-        // Float32 master weights.
-        let saved = Tensor::read_safetensors(out.learned_model.as_ref().unwrap()).unwrap();
-        assert!(saved.iter().all(|(_, t)| t.kind() == Kind::Float));
-        // Its losses differ from a float32 run's: autocast really changed the arithmetic.
-        let fp32 = run_demo(&demo_config_json());
-        assert_ne!(out.epochs[0].loss.to_bits(), fp32.epochs[0].loss.to_bits());
-    }
-
-    #[test]
-    fn sixty_four_true_trains_and_saves_in_float64() {
-        let json = demo_in("64-true").replace(
-            "\"keep_training_state\":false",
-            "\"keep_training_state\":true",
-        );
-        let out = run_demo(&json);
-        let saved = Tensor::read_safetensors(out.learned_model.as_ref().unwrap()).unwrap();
-        assert!(!saved.is_empty());
-        assert!(saved.iter().all(|(_, t)| t.kind() == Kind::Double));
-        assert!(out.epochs[2].metrics["heldout/pairwise_accuracy"] > 0.8);
-        // The optimizer state follows the parameters.
-        let dir = PathBuf::from(out.learned_model.unwrap());
-        let checkpoint = dir.ancestors().nth(3).unwrap().join("epoch-00000003");
-        let optimizer = Tensor::read_safetensors(checkpoint.join("optimizer.safetensors")).unwrap();
-        let moments: Vec<Kind> = optimizer.iter().map(|(_, t)| t.kind()).collect();
-        assert!(moments.contains(&Kind::Double), "{moments:?}");
-    }
-
-    #[test]
-    fn a_legacy_precision_runs_with_a_deprecation_warning() {
-        let json = demo_in("32").replace("\"max_epochs\":3", "\"max_epochs\":1");
-        let out = run_demo(&json);
-        assert_eq!(out.warnings.len(), 1, "{:?}", out.warnings);
-        assert!(
-            out.warnings[0]
-                .starts_with("learner.fabric_config.precision: precision \"32\" is deprecated"),
-            "{:?}",
-            out.warnings
-        );
-        let err = parse_learner(&demo_in("8-bit"))
-            .and_then(|c| learn(&c, &mut NoObserver, &AtomicBool::new(false)))
-            .err()
-            .unwrap();
-        assert_eq!(err.code(), "ERR_CONFIG");
-    }
-
-    fn run_with_scaler(dir: &Path) -> (LearnerConfig, Run) {
-        let config = config_in(dir);
-        let (runtime, _) = Runtime::from_config(&config.fabric_config).unwrap();
-        let mut run = build(&config, &runtime, Shard::WHOLE, &None).unwrap();
-        // The scaler logic of 16-mixed, on the CPU.
-        run.scaler = Some(crate::runtime::LossScaler::new(tch::Device::Cpu).unwrap());
-        (config, run)
-    }
-
-    fn weights(run: &Run) -> Vec<Tensor> {
-        optimized_parameters(run).iter().map(Tensor::copy).collect()
-    }
-
-    #[test]
-    fn a_step_with_infinite_gradients_is_skipped_and_halves_the_scale() {
-        let (_, mut run) = run_with_scaler(&scratch_dir());
-        let mut ctx = TrainerContext::new(None);
-        let scale = run.scaler.as_ref().unwrap().scale().shallow_clone();
-        // Injected: the backpropagated loss is multiplied by infinity.
-        ctx.set_loss_scale(Some(Tensor::from(f32::INFINITY)));
-        let before = weights(&run);
-        let _ = train_step(&mut run, &mut ctx, &Distributed::single()).unwrap();
-        let after = weights(&run);
-        assert!(before.iter().zip(&after).all(|(a, b)| a.equal(b)));
-        assert_eq!(scale.double_value(&[]), 32768.0);
-        assert_eq!(run.optimizers.learning_rates().len(), 1);
-        // A normal step with the (halved) scale updates the weights with unscaled gradients.
-        ctx.set_loss_scale(Some(scale.shallow_clone()));
-        let _ = train_step(&mut run, &mut ctx, &Distributed::single()).unwrap();
-        assert!(before.iter().zip(&weights(&run)).any(|(a, b)| !a.equal(b)));
-        let train = ctx.take_metrics().unwrap();
-        assert_eq!(train[SCALER_METRIC], (65536.0 + 32768.0) / 2.0);
-        assert_eq!(ctx.step, 2);
-    }
-
-    #[test]
-    fn scaled_and_unscaled_steps_give_the_same_weights() {
-        let (config, mut scaled) = run_with_scaler(&scratch_dir());
-        let (runtime, _) = Runtime::from_config(&config.fabric_config).unwrap();
-        let mut plain = build(&config, &runtime, Shard::WHOLE, &None).unwrap();
-        let mut ctx_scaled = TrainerContext::new(None);
-        ctx_scaled.set_loss_scale(Some(
-            scaled.scaler.as_ref().unwrap().scale().shallow_clone(),
-        ));
-        let mut ctx_plain = TrainerContext::new(None);
-        for _ in 0..3 {
-            let _ = train_step(&mut scaled, &mut ctx_scaled, &Distributed::single()).unwrap();
-            let _ = train_step(&mut plain, &mut ctx_plain, &Distributed::single()).unwrap();
-        }
-        // Scaling by a power of two and back is exact.
-        for (a, b) in weights(&scaled).iter().zip(&weights(&plain)) {
-            assert!(a.equal(b));
-        }
-    }
-
-    #[test]
-    fn the_checkpoint_round_trips_the_scaler_state() {
-        use crate::runtime::ScalerState;
-        let dir = scratch_dir();
-        let (config, mut run) = run_with_scaler(&dir);
-        let state = ScalerState {
-            scale: 1024.0,
-            growth_tracker: 17,
-        };
-        run.scaler.as_mut().unwrap().restore(&state).unwrap();
-        let at = Progress {
-            epoch: 1,
-            step: 20,
-            ..Progress::default()
-        };
-        let target = dir.join("checkpoints").join("epoch-00000001");
-        save_checkpoint(&run, &at, &[RankState::of(&run).unwrap()], &target).unwrap();
-        let (_, mut fresh) = run_with_scaler(&dir);
-        assert_ne!(fresh.scaler.as_ref().unwrap().state().unwrap(), state);
-        let policy = CheckpointPolicy::of(&config);
-        load_checkpoint(&mut fresh, &target, 0, &policy).unwrap();
-        assert_eq!(fresh.scaler.as_ref().unwrap().state().unwrap(), state);
-        // A checkpoint without scaler state does not fit a run that needs one.
-        let (runtime, _) = Runtime::from_config(&config.fabric_config).unwrap();
-        let plain = build(&config, &runtime, Shard::WHOLE, &None).unwrap();
-        let other = dir.join("checkpoints").join("epoch-00000002");
-        save_checkpoint(&plain, &at, &[RankState::of(&plain).unwrap()], &other).unwrap();
-        let err = load_checkpoint(&mut fresh, &other, 0, &policy).unwrap_err();
-        assert!(err.to_string().contains("no loss scaler state"), "{err}");
-    }
-
-    #[test]
-    fn mismatched_input_width_is_a_torch_error() {
-        let json = demo_config_json().replace("\"input_dim\":8", "\"input_dim\":5");
-        let config = parse_learner(&json).unwrap();
-        let err = learn(&config, &mut NoObserver, &AtomicBool::new(false)).unwrap_err();
-        assert_eq!(err.code(), "ERR_TORCH");
     }
 }

@@ -8,6 +8,8 @@ mod base;
 pub mod batchwise;
 mod bce;
 pub mod listwise;
+#[cfg(test)]
+mod output_types_tests;
 pub mod pairwise;
 mod set;
 

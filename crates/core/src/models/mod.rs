@@ -35,4 +35,4 @@ pub use transformer::*;
 pub use weights::*;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

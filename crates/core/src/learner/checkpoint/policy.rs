@@ -24,8 +24,9 @@ pub(crate) struct CheckpointPolicy {
     pub interval: u64,
     /// The last epoch (`max_epochs`).
     pub max_epochs: u64,
-    /// How many of the newest epoch checkpoints to keep (`checkpoint_keep`; all without).
-    pub keep: Option<u64>,
+    /// How many of the newest epoch checkpoints to keep (`checkpoint_keep`): the new one always
+    /// stays, and so does every listener's best.
+    pub keep: u64,
     /// Whether a done run keeps the training state of its checkpoints (`keep_training_state`).
     pub keep_training_state: bool,
 }
@@ -88,7 +89,7 @@ impl CheckpointPolicy {
         CheckpointPolicy {
             interval: config.checkpoint_interval,
             max_epochs: config.max_epochs,
-            keep: Some(config.checkpoint_keep),
+            keep: config.checkpoint_keep,
             keep_training_state: config.keep_training_state,
         }
     }
@@ -134,7 +135,7 @@ impl CheckpointPolicy {
     /// listeners' best epochs `bests`.
     ///
     /// The newest `keep` epochs (the new one counts, and is kept even when `keep` is 0) and
-    /// every best epoch are kept; without `keep`, all are. Checkpoints of later epochs than
+    /// every best epoch are kept. Checkpoints of later epochs than
     /// `epoch` (left by a crashed timeline, or damaged and skipped when resuming) are neither
     /// kept nor deleted: writing their epoch again replaces them.
     pub fn retention(&self, epoch: u64, on_disk: &[u64], bests: &[u64]) -> Retention {
@@ -142,14 +143,8 @@ impl CheckpointPolicy {
         candidates.push(epoch);
         candidates.sort_unstable();
         candidates.dedup();
-        let Some(keep) = self.keep else {
-            return Retention {
-                kept: candidates,
-                delete: Vec::new(),
-            };
-        };
         // The new checkpoint is always kept: it is what resume needs.
-        let keep = usize::try_from(keep.max(1)).unwrap_or(usize::MAX);
+        let keep = usize::try_from(self.keep.max(1)).unwrap_or(usize::MAX);
         let newest = candidates.len().saturating_sub(keep);
         let (mut kept, mut delete) = (Vec::new(), Vec::new());
         for (i, epoch) in candidates.into_iter().enumerate() {
@@ -168,7 +163,7 @@ impl CheckpointPolicy {
     ///
     /// Deleted: the epoch checkpoints up to the resumed epoch that it does not advertise, which
     /// the crashed run had decided to delete; later ones are left alone (see
-    /// [`Self::retention`]); nothing is deleted without `keep`.
+    /// [`Self::retention`]).
     pub fn after_resume(
         &self,
         resumed: Option<&ResumePoint>,
@@ -181,14 +176,11 @@ impl CheckpointPolicy {
                 learned_model: LearnedModel::None,
             };
         };
-        let delete = match self.keep {
-            Some(_) => on_disk
-                .iter()
-                .copied()
-                .filter(|e| *e <= at.epoch && !at.advertised.contains(e))
-                .collect(),
-            None => Vec::new(),
-        };
+        let delete = on_disk
+            .iter()
+            .copied()
+            .filter(|e| *e <= at.epoch && !at.advertised.contains(e))
+            .collect();
         let learned_model = match last_step {
             Some(step) if at.interrupted || step == at.step => LearnedModel::Last,
             _ if !at.interrupted => LearnedModel::Republish,
@@ -205,7 +197,7 @@ impl CheckpointPolicy {
 mod tests {
     use super::*;
 
-    fn policy(interval: u64, max_epochs: u64, keep: Option<u64>) -> CheckpointPolicy {
+    fn policy(interval: u64, max_epochs: u64, keep: u64) -> CheckpointPolicy {
         CheckpointPolicy {
             interval,
             max_epochs,
@@ -216,7 +208,7 @@ mod tests {
 
     #[test]
     fn a_done_run_drops_the_training_state_of_every_kept_checkpoint_unless_told_to_keep_it() {
-        let dropping = policy(1, 5, Some(1));
+        let dropping = policy(1, 5, 1);
         assert_eq!(dropping.when_done(&[2, 5]), [2, 5]);
         assert_eq!(dropping.when_done(&[]), Vec::<u64>::new());
         let keeping = CheckpointPolicy {
@@ -258,7 +250,7 @@ mod tests {
             ((5, 2, 2, false), (true, true)),
         ];
         for ((interval, max, epoch, stopping), (save, finished)) in table {
-            let end = policy(interval, max, None).at_epoch_end(epoch, stopping);
+            let end = policy(interval, max, 1).at_epoch_end(epoch, stopping);
             assert_eq!(
                 end,
                 EpochEnd { save, finished },
@@ -266,14 +258,14 @@ mod tests {
             );
         }
         let due: Vec<u64> = (1..=7)
-            .filter(|e| policy(3, 7, None).at_epoch_end(*e, false).save)
+            .filter(|e| policy(3, 7, 1).at_epoch_end(*e, false).save)
             .collect();
         assert_eq!(due, [3, 6, 7]);
     }
 
     #[test]
     fn a_resumed_run_trains_the_remaining_epochs_unless_it_had_stopped() {
-        let p = policy(1, 5, None);
+        let p = policy(1, 5, 1);
         assert_eq!(p.epochs_left(0, false).collect::<Vec<_>>(), [1, 2, 3, 4, 5]);
         assert_eq!(p.epochs_left(3, false).collect::<Vec<_>>(), [4, 5]);
         assert_eq!(p.epochs_left(5, false).count(), 0);
@@ -285,33 +277,30 @@ mod tests {
     fn retention_keeps_the_newest_and_the_bests() {
         // (epoch, on disk, bests, keep) → (kept, deleted)
         type Case = (
-            (u64, &'static [u64], &'static [u64], Option<u64>),
+            (u64, &'static [u64], &'static [u64], u64),
             (Vec<u64>, Vec<u64>),
         );
         let table: Vec<Case> = vec![
-            (
-                (5, &[1, 2, 3, 4], &[2], Some(2)),
-                (vec![2, 4, 5], vec![1, 3]),
-            ),
+            ((5, &[1, 2, 3, 4], &[2], 2), (vec![2, 4, 5], vec![1, 3])),
             // The new epoch is always kept, even with keep 0 (it is what resume needs).
-            ((5, &[3, 4], &[], Some(0)), (vec![5], vec![3, 4])),
-            ((5, &[4], &[], Some(1)), (vec![5], vec![4])),
-            // Without keep nothing is deleted.
-            ((3, &[1, 2], &[], None), (vec![1, 2, 3], vec![])),
+            ((5, &[3, 4], &[], 0), (vec![5], vec![3, 4])),
+            ((5, &[4], &[], 1), (vec![5], vec![4])),
+            // Keeping more than there are (a run that keeps them all) deletes nothing.
+            ((3, &[1, 2], &[], u64::MAX), (vec![1, 2, 3], vec![])),
             // A best epoch not on disk is not advertised.
-            ((4, &[2], &[3, 4], Some(1)), (vec![4], vec![2])),
+            ((4, &[2], &[3, 4], 1), (vec![4], vec![2])),
             // Resumed from epoch 3 (epoch 5's checkpoint was damaged): writing epoch 4 must
             // not count epoch 5 as the newest, nor delete it.
-            ((4, &[1, 2, 3, 5], &[], Some(1)), (vec![4], vec![1, 2, 3])),
+            ((4, &[1, 2, 3, 5], &[], 1), (vec![4], vec![1, 2, 3])),
             // Rewriting an epoch that is already on disk counts it once.
-            ((3, &[2, 3], &[], Some(2)), (vec![2, 3], vec![])),
+            ((3, &[2, 3], &[], 2), (vec![2, 3], vec![])),
         ];
         for ((epoch, on_disk, bests, keep), (kept, delete)) in table {
             let r = policy(1, 10, keep).retention(epoch, on_disk, bests);
             assert_eq!(
                 r,
                 Retention { kept, delete },
-                "epoch {epoch}, on disk {on_disk:?}, bests {bests:?}, keep {keep:?}"
+                "epoch {epoch}, on disk {on_disk:?}, bests {bests:?}, keep {keep}"
             );
         }
     }
@@ -334,22 +323,17 @@ mod tests {
         );
         // (keep, resumed from, on disk, step of last/) → (deleted, learned model)
         type Case = (
-            (
-                Option<u64>,
-                Option<ResumePoint>,
-                &'static [u64],
-                Option<u64>,
-            ),
+            (u64, Option<ResumePoint>, &'static [u64], Option<u64>),
             (Vec<u64>, LearnedModel),
         );
         let table: Vec<Case> = vec![
             // A fresh start: nothing to finish, whatever is there.
-            ((Some(1), None, &[], None), (vec![], no_model)),
-            ((Some(1), None, &[2], Some(40)), (vec![], no_model)),
+            ((1, None, &[], None), (vec![], no_model)),
+            ((1, None, &[2], Some(40)), (vec![], no_model)),
             // Saved epoch 4 advertising [4], crashed while deleting 2 and 3; epoch 6 is later.
             (
                 (
-                    Some(1),
+                    1,
                     Some(resumed(4, 80, false, &[4])),
                     &[2, 3, 4, 6],
                     Some(80),
@@ -358,18 +342,18 @@ mod tests {
             ),
             (
                 (
-                    Some(1),
+                    1,
                     Some(resumed(4, 80, false, &[2, 3, 4])),
                     &[2, 3, 4],
                     Some(80),
                 ),
                 (vec![], last),
             ),
-            // Without keep nothing is deleted.
+            // A run that keeps them all advertises every earlier one: nothing is deleted.
             (
                 (
-                    None,
-                    Some(resumed(4, 80, false, &[4])),
+                    u64::MAX,
+                    Some(resumed(4, 80, false, &[2, 3, 4])),
                     &[2, 3, 4],
                     Some(80),
                 ),
@@ -377,20 +361,20 @@ mod tests {
             ),
             // last/ older than the resumed epoch, or missing: published again.
             (
-                (None, Some(resumed(4, 80, false, &[4])), &[4], Some(60)),
+                (1, Some(resumed(4, 80, false, &[4])), &[4], Some(60)),
                 (vec![], republish),
             ),
             (
-                (None, Some(resumed(4, 80, false, &[4])), &[4], None),
+                (1, Some(resumed(4, 80, false, &[4])), &[4], None),
                 (vec![], republish),
             ),
             // Interrupted inside epoch 3: last/ is epoch 2's, and stays.
             (
-                (Some(1), Some(resumed(2, 50, true, &[2])), &[1, 2], Some(40)),
+                (1, Some(resumed(2, 50, true, &[2])), &[1, 2], Some(40)),
                 (vec![1], last),
             ),
             (
-                (Some(1), Some(resumed(0, 10, true, &[])), &[], None),
+                (1, Some(resumed(0, 10, true, &[])), &[], None),
                 (vec![], no_model),
             ),
         ];
@@ -402,7 +386,7 @@ mod tests {
                     delete,
                     learned_model
                 },
-                "keep {keep:?}, resumed {at:?}, on disk {on_disk:?}, last/ at {last_step:?}"
+                "keep {keep}, resumed {at:?}, on disk {on_disk:?}, last/ at {last_step:?}"
             );
         }
     }

@@ -332,4 +332,39 @@ mod tests {
             .to_string()
             .starts_with("learner.listeners[0].metrics: unknown metric \"ndcg@0\""));
     }
+
+    /// Re-ranking the MS MARCO fixture's runs, judged by its qrels, gives the values
+    /// ir-measures gives (`metrics.json`, from scripts/fixtures/gen_msmarco.py).
+    #[test]
+    fn reranking_metrics_equal_ir_measures() {
+        use crate::data::msmarco_fixture::{fixture, reranking_config, scores_of};
+        use crate::data::Reranking;
+        let set = Reranking::open(&reranking_config(fixture("run.dev.trec"), None), "d").unwrap();
+        assert_eq!(
+            set.judged.len(),
+            8,
+            "the query without a relevant judgement is left out"
+        );
+        assert_eq!(set.data.query_bounds.len(), 9);
+        let reference: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(fixture("metrics.json")).unwrap())
+                .unwrap();
+        for (run, metrics) in reference.as_object().unwrap() {
+            let scores = scores_of(&set, &fixture(run));
+            for (name, want) in metrics.as_object().unwrap() {
+                let metric = RankMetric::parse(name, "m").unwrap();
+                let got = metric.compute(&scores, &set.data, Some(&set.judged));
+                let want = want.as_f64().unwrap();
+                assert!(
+                    (got - want).abs() < 1e-9,
+                    "{run} {name}: {got} vs ir-measures {want}"
+                );
+                if name == "ndcg@10" || name == "recall@5" {
+                    // Without the judged documents the run missed, the value would differ.
+                    let partial = metric.compute(&scores, &set.data, None);
+                    assert!((partial - want).abs() > 1e-3, "{run} {name}");
+                }
+            }
+        }
+    }
 }
