@@ -1,12 +1,15 @@
 //! Generates the Rust types of the configuration classes from the JSON Schema the TypeScript
 //! classes emit (`src/config/schema.json`): a struct per concrete class, a tagged enum per
-//! position that several classes fit, `AnyConfig`, and an enum per string enumeration.
+//! position that several classes fit, `AnyConfig`, an enum per string enumeration, an enum of the
+//! kinds a stand-in may declare in a position that lists them, and the conversions between two
+//! positions when one accepts some of the classes of the other.
 //!
 //! Naming: a class is the last segment of its type id in UpperCamelCase plus `Config`, prefixed
 //! by the previous segment when two classes would share a name; a position is `Any` plus its
 //! base class's name (or its union's name, see `configUnion`); a variant is its class's name without
 //! `Config`; a string enumeration is named after its field (prefixed by the class when two
-//! enumerations would share a name). Integers are `u64` when the schema bounds them below by 0
+//! enumerations would share a name); the kinds of a stand-in are `Js` plus its position's base
+//! class's name plus `Kind`. Integers are `u64` when the schema bounds them below by 0
 //! or more, `i64` otherwise; a field neither required nor defaulted is an `Option`.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -15,6 +18,10 @@ use std::fmt::Write as _;
 use serde_json::{Map, Value};
 
 const TYPE_KEY: &str = "__xpmtype__";
+
+/// The definition of the stand-in of an object written in TypeScript, in every position that
+/// accepts one.
+const JS_OBJECT: &str = "xpm_torch.js.JsObject";
 
 /// What a `$defs` entry becomes.
 enum Def<'a> {
@@ -34,6 +41,8 @@ struct Model<'a> {
     enums: BTreeMap<Vec<String>, (String, Vec<String>)>,
     /// Fields (`class key`, `field`) whose type is boxed to break a recursion.
     boxed: BTreeSet<(String, String)>,
+    /// The kinds a stand-in may declare, by the key of the position that lists them.
+    stand_in_kinds: BTreeMap<&'a str, Vec<String>>,
 }
 
 /// `ApproxNDCGLoss` → `ApproxNdcgLoss`, `log-probability` → `LogProbability`.
@@ -106,9 +115,16 @@ fn ref_key(schema: &Value) -> Option<&str> {
     schema.get("$ref")?.as_str()?.strip_prefix("#/$defs/")
 }
 
+/// The kinds the stand-in among a position's `anyOf` may declare, when the position lists them.
+fn declared_kinds(any: &[Value]) -> Option<Vec<String>> {
+    let stand_in = any.iter().find(|s| ref_key(s) == Some(JS_OBJECT))?;
+    string_enum(stand_in.pointer("/properties/kind")?)
+}
+
 impl<'a> Model<'a> {
     fn read(schema: &'a Value) -> Self {
         let mut defs = BTreeMap::new();
+        let mut stand_in_kinds = BTreeMap::new();
         for (key, def) in schema
             .get("$defs")
             .and_then(Value::as_object)
@@ -121,6 +137,9 @@ impl<'a> Model<'a> {
             } else if let Some(any) = def.get("anyOf").and_then(Value::as_array) {
                 let keys = any.iter().filter_map(ref_key).map(String::from).collect();
                 defs.insert(key.as_str(), Def::Position(keys));
+                if let Some(kinds) = declared_kinds(any) {
+                    stand_in_kinds.insert(key.as_str(), kinds);
+                }
             } else if let (Some(obj), true) = (def.as_object(), def.get("properties").is_some()) {
                 defs.insert(key.as_str(), Def::Record(obj));
             }
@@ -143,6 +162,7 @@ impl<'a> Model<'a> {
             names,
             enums: BTreeMap::new(),
             boxed: BTreeSet::new(),
+            stand_in_kinds,
         };
         model.name_enums();
         model.find_recursions();
@@ -430,19 +450,9 @@ impl<'a> Model<'a> {
         out.push_str("    }\n}\n\n");
     }
 
-    fn emit_string_enum(&self, out: &mut String, name: &str, values: &[String]) {
-        doc(
-            out,
-            "",
-            &format!(
-                "One of {}",
-                values
-                    .iter()
-                    .map(|v| format!("`{v}`"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        );
+    /// An enumeration of the strings `values`, which `what` describes.
+    fn emit_string_enum(&self, out: &mut String, name: &str, what: &str, values: &[String]) {
+        doc(out, "", what);
         out.push_str(
             "#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]\n",
         );
@@ -489,6 +499,91 @@ impl<'a> Model<'a> {
         out.push_str("        }\n    }\n}\n\n");
     }
 
+    /// The conversions between every two positions one of which accepts some of the classes of
+    /// the other: `From` the narrower into the wider, `TryFrom` back.
+    fn emit_conversions(&self, out: &mut String) {
+        let positions: Vec<(&str, BTreeSet<&str>)> = self
+            .defs
+            .iter()
+            .filter_map(|(key, def)| match def {
+                Def::Position(keys) => Some((*key, self.class_keys(keys))),
+                Def::Class(..) | Def::Record(_) => None,
+            })
+            .collect();
+        for (wide, wide_classes) in &positions {
+            for (narrow, narrow_classes) in &positions {
+                if narrow_classes.len() < wide_classes.len()
+                    && narrow_classes.is_subset(wide_classes)
+                {
+                    self.emit_conversion(out, wide, narrow, narrow_classes);
+                }
+            }
+        }
+    }
+
+    /// The keys among `keys` that are classes.
+    fn class_keys<'k>(&self, keys: &'k [String]) -> BTreeSet<&'k str> {
+        keys.iter()
+            .map(String::as_str)
+            .filter(|key| matches!(self.defs.get(key), Some(Def::Class(..))))
+            .collect()
+    }
+
+    /// `From` the `narrow` position into the `wide` one, which accepts all its `classes`, and
+    /// `TryFrom` back, which gives a configuration of another class back as it is.
+    fn emit_conversion(
+        &self,
+        out: &mut String,
+        wide: &str,
+        narrow: &str,
+        classes: &BTreeSet<&str>,
+    ) {
+        let (w, n) = (&self.names[wide], &self.names[narrow]);
+        let arms = |arm: &dyn Fn(&str) -> String| -> String {
+            classes
+                .iter()
+                .map(|key| {
+                    format!(
+                        "            {}\n",
+                        arm(self.names[key].trim_end_matches("Config"))
+                    )
+                })
+                .collect()
+        };
+        let into_wide = arms(&|v| format!("{n}::{v}(c) => {w}::{v}(c),"));
+        let into_narrow = arms(&|v| format!("{w}::{v}(c) => Ok({n}::{v}(c)),"));
+        doc(
+            out,
+            "",
+            &format!("What fits a `{narrow}` position fits a `{wide}` position"),
+        );
+        let _ = write!(
+            out,
+            "impl From<{n}> for {w} {{\n    fn from(config: {n}) -> Self {{\n        match config \
+             {{\n{into_wide}        }}\n    }}\n}}\n\n"
+        );
+        let what = format!(
+            "A `{wide}` configuration that fits a `{narrow}` position; the configuration itself \
+             when it does not"
+        );
+        doc(out, "", &what);
+        let _ = write!(
+            out,
+            "impl TryFrom<{w}> for {n} {{\n    type Error = {w};\n\n    fn try_from(config: {w}) \
+             -> Result<Self, {w}> {{\n        match config {{\n{into_narrow}            other => \
+             Err(other),\n        }}\n    }}\n}}\n\n"
+        );
+    }
+
+    /// The enumerations of the kinds a stand-in may declare, one per position that lists them.
+    fn emit_stand_in_kinds(&self, out: &mut String) {
+        for (key, kinds) in &self.stand_in_kinds {
+            let base = self.names[key].trim_start_matches("Any");
+            let what = format!("The `kind` of a stand-in (`JsObjectConfig`) in a `{key}` position");
+            self.emit_string_enum(out, &format!("Js{base}Kind"), &what, kinds);
+        }
+    }
+
     /// The whole generated module.
     fn emit(&self) -> String {
         let mut out =
@@ -520,9 +615,13 @@ impl<'a> Model<'a> {
             "Any configuration class the core reads",
             &all,
         );
+        self.emit_conversions(&mut out);
         for (name, values) in self.enums.values() {
-            self.emit_string_enum(&mut out, name, values);
+            let listed: Vec<String> = values.iter().map(|v| format!("`{v}`")).collect();
+            let what = format!("One of {}", listed.join(", "));
+            self.emit_string_enum(&mut out, name, &what, values);
         }
+        self.emit_stand_in_kinds(&mut out);
         out
     }
 }

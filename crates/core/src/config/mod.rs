@@ -21,6 +21,8 @@ pub use parse::{parse_any, parse_learner, parse_model};
 pub use tagged::{ConfigType, Typed};
 
 #[cfg(test)]
+mod generated_tests;
+#[cfg(test)]
 pub(crate) mod tests_support;
 
 /// The key holding a configuration object's type identifier (e.g. `xpm_torch.learner.Learner`).
