@@ -1,9 +1,14 @@
-//! The generated configuration types: the conversions between positions and the kinds of the
-//! stand-ins.
+//! The generated configuration types: the conversions between positions, the kinds of the
+//! stand-ins, and the copy of the generated module kept for reading.
 
 use serde_json::json;
 
 use super::*;
+
+/// The copy of the generated module kept in the tree for reading, and the module the build
+/// compiles.
+const READABLE_COPY: &str = include_str!("generated.rs");
+const COMPILED: &str = include_str!(concat!(env!("OUT_DIR"), "/config_types.rs"));
 
 fn synthetic() -> AnyLtrDataset {
     serde_json::from_value(json!({
@@ -18,6 +23,26 @@ fn text_pairs() -> AnySampleIterator {
         "__xpmtype__": "xpm_torch.data.TextPairFile", "id": "p", "path": "/none"
     }))
     .unwrap()
+}
+
+#[test]
+fn the_readable_copy_of_the_generated_types_is_current() {
+    let stale_from = READABLE_COPY
+        .lines()
+        .zip(COMPILED.lines())
+        .position(|(kept, built)| kept != built)
+        .map_or(
+            READABLE_COPY.lines().count().min(COMPILED.lines().count()),
+            |i| i,
+        )
+        + 1;
+    assert!(
+        READABLE_COPY == COMPILED,
+        "crates/core/src/config/generated.rs differs from what the generator writes for the \
+         current schema.json (from line {stale_from}); refresh it with\n  cp {}/config_types.rs \
+         crates/core/src/config/generated.rs",
+        env!("OUT_DIR")
+    );
 }
 
 #[test]

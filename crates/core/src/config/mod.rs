@@ -11,6 +11,8 @@ mod parse;
 mod rules;
 pub(crate) mod tagged;
 
+/// The types the build generates from `schema.json`; `generated.rs` beside this file is a copy
+/// to read (a test fails when it is stale).
 mod generated {
     include!(concat!(env!("OUT_DIR"), "/config_types.rs"));
 }
