@@ -6,9 +6,11 @@ import { canonicalFormula } from "../ts/config/formula.js";
 import { setMeta } from "../ts/config/identifier-marks.js";
 import { identifierOf } from "../ts/config/identifiers.js";
 import { configJsonSchema } from "../ts/config/json-schema.js";
+import { JS_OBJECT } from "../ts/config/wire.js";
 import { sealedSet } from "../ts/config/types.js";
 import { demoLearner } from "../ts/demo-config.js";
 import { processesPerNode, usesDdp } from "../ts/run/distributed.js";
+import type { SamplerKind } from "../ts/samplers.js";
 import { ConfigError } from "../ts/errors.js";
 
 function heldout(config: ReturnType<typeof demoLearner>) {
@@ -290,6 +292,18 @@ describe("JSON Schema export", () => {
     expect(schema.$defs["xpm_torch.trainers.Trainer"]).toEqual({
       anyOf: [{ $ref: "#/$defs/xpm_torch.trainers.LossTrainer" }, { $ref: "#/$defs/xpm_torch.trainers.multiple.MultipleTrainer" }],
     });
+  });
+
+  it("declares the kinds of a stand-in in the positions of a class that lists them", () => {
+    const schema = configJsonSchema() as { $defs: Record<string, { anyOf?: { $ref?: string }[] }> };
+    const jsObject = `#/$defs/${JS_OBJECT}`;
+    const standIn = (position: string) => schema.$defs[position]?.anyOf?.find((s) => s.$ref === jsObject);
+    expect(standIn("xpm_torch.base.Sampler")).toEqual({ $ref: jsObject, properties: { kind: { enum: ["pairwise", "pointwise", "triplets"] } } });
+    expect(standIn("xpm_torch.trainers.context.TrainingHook")).toEqual({ $ref: jsObject, properties: { kind: { enum: ["step", "initialization"] } } });
+    // A class that leaves the kind of its stand-ins free: a plain reference.
+    expect(standIn("LtrDataset")).toEqual({ $ref: jsObject });
+    // The record kinds the schema declares are those a sampler written in TypeScript yields.
+    expectTypeOf<(typeof c.SAMPLER_KINDS)[number]>().toEqualTypeOf<SamplerKind>();
   });
 });
 

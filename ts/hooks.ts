@@ -1,5 +1,5 @@
 import { type ClassOptions, type Config, type ConfigClass, defineConfig } from "./config/class.js";
-import { InitializationTrainingHook, StepTrainingHook } from "./config/classes/hooks.js";
+import { InitializationTrainingHook, StepTrainingHook, type TrainingHookKind } from "./config/classes/hooks.js";
 import type { Params, ValuesOf } from "./config/declare.js";
 import { type Extension, registerBehaviour } from "./extensions.js";
 
@@ -16,7 +16,7 @@ export interface HookBehaviour<V> {
    * `step`: around each optimizer step (the loop waits for each call: slower, use sparingly);
    * `initialization`: before the run is built and after it is built (and restored).
    */
-  readonly kind: "step" | "initialization";
+  readonly kind: TrainingHookKind;
   before?(self: V, state: HookState): void | Promise<void>;
   after?(self: V, state: HookState): void | Promise<void>;
 }

@@ -31,9 +31,19 @@ export interface ClassOptions<P extends Params> {
   readonly instance?: boolean;
   /** No `.C()`: only subclasses can be built. */
   readonly abstract?: boolean;
-  /** Objects of this class and its subclasses may be written in TypeScript: the core gets stand-ins. */
-  readonly standIn?: boolean;
+  /**
+   * Objects of this class and its subclasses may be written in TypeScript: the core gets
+   * stand-ins. `true` leaves their `kind` free; `{ kinds }` lists the values it may take, which
+   * the schema declares in the positions of the class so that the core's types name them.
+   */
+  readonly standIn?: true | StandIn;
   readonly help?: string;
+}
+
+/** What the stand-ins of a class written in TypeScript tell the core (see `ClassOptions.standIn`). */
+export interface StandIn {
+  /** The values of a stand-in's `kind`: what the core must know of its behaviour to build it. */
+  readonly kinds: readonly string[];
 }
 
 /** A JSON value of the document the core reads (ts/config/wire.ts writes it). */

@@ -1,7 +1,7 @@
 import { z } from "zod";
 
 import type { ValueType } from "../identity/values.js";
-import { TYPE_KEY, type AnyConfigClass, configClassOf, isSubclass, registeredClasses } from "./class.js";
+import { TYPE_KEY, type AnyConfigClass, type StandIn, configClassOf, isSubclass, registeredClasses } from "./class.js";
 import { JS_OBJECT, type Wire, toWire } from "./wire.js";
 
 type Schema = Record<string, unknown>;
@@ -10,10 +10,23 @@ type ConfigValueType = Extract<ValueType, { kind: "config" }>;
 
 const ref = (key: string): Schema => ({ $ref: `#/$defs/${key}` });
 
-/** Whether objects of `cls` may be written in TypeScript, reaching the core as stand-ins. */
-function standsIn(cls: AnyConfigClass): boolean {
-  for (let c: AnyConfigClass | undefined = cls; c; c = c.parent) if (c.options.standIn) return true;
-  return false;
+/**
+ * How objects of `cls` written in TypeScript reach the core as stand-ins (its nearest ancestor's
+ * `standIn` option), or `undefined` when they cannot be written in TypeScript.
+ */
+function standInOf(cls: AnyConfigClass): true | StandIn | undefined {
+  for (let c: AnyConfigClass | undefined = cls; c; c = c.parent) if (c.options.standIn) return c.options.standIn;
+  return undefined;
+}
+
+/**
+ * The stand-in in a position that `standIns` may be written for: a plain reference when any of
+ * them leaves the kind free, otherwise one that declares the kinds (the core names them).
+ */
+function standInRef(standIns: readonly (true | StandIn)[]): Schema {
+  if (standIns.some((s) => s === true)) return ref(JS_OBJECT);
+  const kinds = [...new Set(standIns.flatMap((s) => (s === true ? [] : s.kinds)))];
+  return { ...ref(JS_OBJECT), properties: { kind: { enum: kinds } } };
 }
 
 /**
@@ -27,12 +40,13 @@ function configRef(type: ConfigValueType, classes: readonly AnyConfigClass[], de
   const bases = typeIds.flatMap((id) => classes.filter((c) => c.typeId.toLowerCase() === id.toLowerCase()));
   const concrete = classes.filter((c) => !c.options.abstract && bases.some((base) => isSubclass(c, base)));
   const keys = concrete.map((c) => c.typeId);
-  if (concrete.some(standsIn)) keys.push(JS_OBJECT);
+  const standIns = concrete.flatMap((c) => standInOf(c) ?? []);
+  if (standIns.length > 0) keys.push(JS_OBJECT);
   if (keys.length === 1) return ref(keys[0] as string);
   const key = type.union ?? bases.map((base) => base.typeId).join("|");
   // A concrete base has its class definition under its own type id: `*` says "and subclasses".
   const positionKey = bases.length === 1 && !bases[0]?.options.abstract ? `${key}*` : key;
-  defs[positionKey] = { anyOf: keys.map(ref) };
+  defs[positionKey] = { anyOf: keys.map((k) => (k === JS_OBJECT ? standInRef(standIns) : ref(k))) };
   return ref(positionKey);
 }
 

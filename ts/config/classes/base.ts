@@ -7,8 +7,11 @@ export const Random = defineConfig("xpm_torch.base.Random", {
   seed: param(int((s) => s.min(0))).default(0, { ignoreDefault: true }).help("The seed"),
 });
 
+/** The record kinds a sampler written in TypeScript may yield (its stand-in's `kind`). */
+export const SAMPLER_KINDS = ["pairwise", "pointwise", "triplets"] as const;
+
 /** `xpm_torch.base.Sampler`: where a trainer's records come from. */
-export const Sampler = defineConfig("xpm_torch.base.Sampler", {}, { abstract: true, standIn: true });
+export const Sampler = defineConfig("xpm_torch.base.Sampler", {}, { abstract: true, standIn: { kinds: SAMPLER_KINDS } });
 
 /** `xpm_torch.base.SampleIterator`: a finite sequence of records (validation data). */
 export const SampleIterator = defineConfig("xpm_torch.base.SampleIterator", {}, { abstract: true });

@@ -3,8 +3,20 @@ import { constant, param } from "../declare.js";
 import { float, str } from "../types.js";
 import { Hook, ParametersIterator } from "./base.js";
 
+/**
+ * When a training hook written in TypeScript runs (its stand-in's `kind`): around each optimizer
+ * step, or before and after the run is built.
+ */
+export const TRAINING_HOOK_KINDS = ["step", "initialization"] as const;
+
+/** One of {@link TRAINING_HOOK_KINDS}. */
+export type TrainingHookKind = (typeof TRAINING_HOOK_KINDS)[number];
+
 /** `xpm_torch.trainers.context.TrainingHook`: base of every training hook (losses included). */
-export const TrainingHook = defineConfig("xpm_torch.trainers.context.TrainingHook", {}, { abstract: true, standIn: true });
+export const TrainingHook = defineConfig("xpm_torch.trainers.context.TrainingHook", {}, {
+  abstract: true,
+  standIn: { kinds: TRAINING_HOOK_KINDS },
+});
 
 /** `xpm_torch.trainers.context.StepTrainingHook`: called before and after each step. */
 export const StepTrainingHook = defineConfig("xpm_torch.trainers.context.StepTrainingHook", {}, { extends: TrainingHook, abstract: true });

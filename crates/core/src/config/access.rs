@@ -1,5 +1,6 @@
-//! What the core reads from configurations beyond their fields: a listener's id, the part of a
-//! model's parameters a sub-model owns, a dims provider's probe points, formula terms.
+//! What the core reads from configurations beyond their fields: a listener's id, the loss
+//! trainers of a tree of trainers and their hooks, the part of a model's parameters a sub-model
+//! owns, a dims provider's probe points, formula terms.
 
 use super::*;
 use crate::Result;
@@ -16,6 +17,36 @@ impl AnyLearnerListener {
                 .unwrap_or(&c.key),
             AnyLearnerListener::TrainerValidationLoss(c) => &c.id,
         }
+    }
+}
+
+impl AnyTrainer {
+    /// The loss trainers of this tree of trainers, each with its configuration path (this
+    /// trainer's is `path`), in the order they train: the one walk of the tree for what the core
+    /// reads of every trainer (hooks, batchers).
+    pub fn loss_trainers(&self, path: &str) -> Vec<(String, &LossTrainerConfig)> {
+        match self {
+            AnyTrainer::LossTrainer(t) => vec![(path.to_string(), t)],
+            AnyTrainer::MultipleTrainer(m) => m
+                .trainers
+                .iter()
+                .flat_map(|(name, t)| t.loss_trainers(&format!("{path}.trainers.{name}")))
+                .collect(),
+        }
+    }
+
+    /// The training hooks of this tree's loss trainers, each with its configuration path, in
+    /// declaration order.
+    pub fn training_hooks(&self, path: &str) -> Vec<(String, &AnyTrainingHook)> {
+        self.loss_trainers(path)
+            .into_iter()
+            .flat_map(|(path, t)| {
+                t.hooks
+                    .iter()
+                    .enumerate()
+                    .map(move |(i, hook)| (format!("{path}.hooks[{i}]"), hook))
+            })
+            .collect()
     }
 }
 
@@ -69,5 +100,66 @@ impl FormulaTerm {
                 .map(|(v, p)| (v.to_string(), u64::from(*p)))
                 .collect(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::tests_support::demo_config_json;
+
+    /// A MultipleTrainer of `names`, each the demo's LossTrainer, inside one named `outer`.
+    fn nested() -> AnyTrainer {
+        let config = parse_learner(&demo_config_json()).unwrap();
+        let multiple = |trainers: Vec<(&str, AnyTrainer)>| {
+            AnyTrainer::MultipleTrainer(MultipleTrainerConfig {
+                hooks: Vec::new(),
+                model: None,
+                trainers: trainers
+                    .into_iter()
+                    .map(|(name, t)| (name.to_string(), t))
+                    .collect(),
+            })
+        };
+        let inner = multiple(vec![
+            ("b", config.trainer.clone()),
+            ("a", config.trainer.clone()),
+        ]);
+        multiple(vec![("outer", inner), ("first", config.trainer)])
+    }
+
+    #[test]
+    fn the_loss_trainers_of_a_tree_are_found_with_their_paths() {
+        let paths: Vec<String> = nested()
+            .loss_trainers("learner.trainer")
+            .into_iter()
+            .map(|(path, _)| path)
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                "learner.trainer.trainers.first",
+                "learner.trainer.trainers.outer.trainers.a",
+                "learner.trainer.trainers.outer.trainers.b",
+            ]
+        );
+    }
+
+    #[test]
+    fn the_training_hooks_of_a_tree_are_found_with_their_paths() {
+        let trainer = nested();
+        let hooks = trainer.training_hooks("t");
+        let paths: Vec<&str> = hooks.iter().map(|(path, _)| path.as_str()).collect();
+        assert_eq!(
+            paths,
+            [
+                "t.trainers.first.hooks[0]",
+                "t.trainers.outer.trainers.a.hooks[0]",
+                "t.trainers.outer.trainers.b.hooks[0]"
+            ]
+        );
+        assert!(hooks
+            .iter()
+            .all(|(_, hook)| matches!(hook, AnyTrainingHook::HingeLoss(_))));
     }
 }

@@ -1,26 +1,21 @@
 //! Objects written in TypeScript, as the core sees them: stand-ins (`JsObjectConfig`) whose
-//! parameters it reads by name, and when a TypeScript hook runs.
+//! parameters it reads by name and whose kind it reads as its position declares it.
+
+use std::str::FromStr;
 
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{ConfigType, JsObjectConfig};
+use super::{ConfigType, JsObjectConfig, JsTrainingHookKind};
 use crate::{Error, Result};
 
 /// The type id of every stand-in for an object written in TypeScript, in every position that
 /// accepts one (samplers, datasets, listeners, hooks, dims providers).
 pub const JS_OBJECT: &str = <JsObjectConfig as ConfigType>::TYPE_ID;
 
-/// When a hook written in TypeScript runs (the `kind` of its stand-in).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum JsHookKind {
-    /// Before and after each optimizer step.
-    Step,
-    /// Before and after the run is built (and restored).
-    Initialization,
-}
+/// When a hook written in TypeScript runs: before and after each optimizer step, or before and
+/// after the run is built (and restored).
+pub type JsHookKind = JsTrainingHookKind;
 
 impl JsObjectConfig {
     /// The parameter `name`, read as a `T`; `path` is where the object sits.
@@ -36,6 +31,20 @@ impl JsObjectConfig {
             )
         })
     }
+
+    /// Its `kind`, read as one of the kinds `K` that its position declares (`JsSamplerKind`,
+    /// `JsTrainingHookKind`); `path` is where the object sits.
+    ///
+    /// # Errors
+    /// [`Error::Config`] at `path.kind` when it is none of them.
+    pub fn declared_kind<K: FromStr<Err = String>>(&self, path: &str) -> Result<K> {
+        self.kind.parse().map_err(|e| {
+            Error::config(
+                format!("{path}.kind"),
+                format!("the kind of {}: {e}", self.class),
+            )
+        })
+    }
 }
 
 #[cfg(test)]
@@ -43,7 +52,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::config::AnyBatchDimsProvider;
+    use crate::config::{AnyBatchDimsProvider, JsSamplerKind};
 
     fn object() -> JsObjectConfig {
         serde_json::from_value(json!({
@@ -73,6 +82,23 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(missing.starts_with("learner.listeners[1].at:"), "{missing}");
+    }
+
+    #[test]
+    fn a_kind_is_read_as_its_position_declares_it_or_named_in_the_error() {
+        let mut hook = object();
+        hook.kind = "initialization".into();
+        let kind: JsHookKind = hook.declared_kind("learner.trainer.hooks[1]").unwrap();
+        assert_eq!(kind, JsHookKind::Initialization);
+        let err = object()
+            .declared_kind::<JsSamplerKind>("learner.trainer.sampler")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("learner.trainer.sampler.kind: the kind of t.Vote: must be one of"),
+            "{err}"
+        );
+        assert!(err.ends_with(r#"got "listener""#), "{err}");
     }
 
     #[test]

@@ -11,6 +11,8 @@ mod parse;
 mod rules;
 pub(crate) mod tagged;
 
+/// The types the build generates from `schema.json`; `generated.rs` beside this file is a copy
+/// to read (a test fails when it is stale).
 mod generated {
     include!(concat!(env!("OUT_DIR"), "/config_types.rs"));
 }
@@ -20,6 +22,8 @@ pub use js::*;
 pub use parse::{parse_any, parse_learner, parse_model};
 pub use tagged::{ConfigType, Typed};
 
+#[cfg(test)]
+mod generated_tests;
 #[cfg(test)]
 pub(crate) mod tests_support;
 

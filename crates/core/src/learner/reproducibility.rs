@@ -4,20 +4,8 @@
 
 use tch::Device;
 
-use crate::config::{AnyBatcher, AnyTrainer, LearnerConfig};
+use crate::config::{AnyBatcher, LearnerConfig};
 use crate::runtime::Runtime;
-
-/// The batchers of the trainers of `config`, with their config paths.
-fn batchers<'a>(config: &'a AnyTrainer, path: &str, out: &mut Vec<(String, &'a AnyBatcher)>) {
-    match config {
-        AnyTrainer::LossTrainer(t) => out.push((format!("{path}.batcher"), &t.batcher)),
-        AnyTrainer::MultipleTrainer(m) => {
-            for (name, t) in &m.trainers {
-                batchers(t, &format!("{path}.trainers.{name}"), out);
-            }
-        }
-    }
-}
 
 /// The warnings to give at the start of a run of `config` on `runtime` about what it cannot
 /// repeat bit for bit.
@@ -31,10 +19,8 @@ pub(crate) fn reproducibility_warnings(config: &LearnerConfig, runtime: &Runtime
                 .to_string(),
         );
     }
-    let mut found = Vec::new();
-    batchers(&config.trainer, "learner.trainer", &mut found);
-    for (path, batcher) in found {
-        let what = match batcher {
+    for (path, trainer) in config.trainer.loss_trainers("learner.trainer") {
+        let what = match trainer.batcher {
             AnyBatcher::Batcher(_) => continue,
             AnyBatcher::PowerAdaptativeBatcher(_) => {
                 "the PowerAdaptativeBatcher shrinks micro-batches after running out of memory"
@@ -44,7 +30,7 @@ pub(crate) fn reproducibility_warnings(config: &LearnerConfig, runtime: &Runtime
             }
         };
         warnings.push(format!(
-            "{path}: {what}, so how a batch is split depends on the machine's memory at the \
+            "{path}.batcher: {what}, so how a batch is split depends on the machine's memory at the \
              time; a different split sums in another order and draws dropout masks per \
              micro-batch, so runs repeat bit for bit only when the splits are the same"
         ));
