@@ -1,13 +1,13 @@
 import { type ClassOptions, type Config, type ConfigClass, defineConfig } from "./config/class.js";
-import { Sampler } from "./config/classes/base.js";
+import { SAMPLER_KINDS, Sampler } from "./config/classes/base.js";
 import { InMemoryLtrDataset } from "./config/classes/datasets.js";
 import type { ConfigOf } from "./config/class.js";
 import type { Params, ValuesOf } from "./config/declare.js";
 import { type Extension, registerBehaviour } from "./extensions.js";
 import type { ForeignReply } from "./native.js";
 
-/** Record kinds a sampler written in TypeScript can yield. */
-export type SamplerKind = "pairwise" | "pointwise" | "triplets";
+/** Record kinds a sampler written in TypeScript can yield (as the schema declares them). */
+export type SamplerKind = (typeof SAMPLER_KINDS)[number];
 
 /** A preference pair of feature vectors (the same width for every record). */
 export interface PairwiseRecord {

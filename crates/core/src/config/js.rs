@@ -6,16 +6,12 @@ use std::str::FromStr;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::{ConfigType, JsObjectConfig, JsTrainingHookKind};
+use super::{ConfigType, JsObjectConfig};
 use crate::{Error, Result};
 
 /// The type id of every stand-in for an object written in TypeScript, in every position that
 /// accepts one (samplers, datasets, listeners, hooks, dims providers).
 pub const JS_OBJECT: &str = <JsObjectConfig as ConfigType>::TYPE_ID;
-
-/// When a hook written in TypeScript runs: before and after each optimizer step, or before and
-/// after the run is built (and restored).
-pub type JsHookKind = JsTrainingHookKind;
 
 impl JsObjectConfig {
     /// The parameter `name`, read as a `T`; `path` is where the object sits.
@@ -32,8 +28,8 @@ impl JsObjectConfig {
         })
     }
 
-    /// Its `kind`, read as one of the kinds `K` that its position declares (`JsSamplerKind`,
-    /// `JsTrainingHookKind`); `path` is where the object sits.
+    /// Its `kind`, read as one of the kinds `K` that its position declares
+    /// ([`super::JsSamplerKind`], [`super::JsTrainingHookKind`]); `path` is where the object sits.
     ///
     /// # Errors
     /// [`Error::Config`] at `path.kind` when it is none of them.
@@ -52,6 +48,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::config::JsTrainingHookKind;
     use crate::config::{AnyBatchDimsProvider, JsSamplerKind};
 
     fn object() -> JsObjectConfig {
@@ -88,8 +85,8 @@ mod tests {
     fn a_kind_is_read_as_its_position_declares_it_or_named_in_the_error() {
         let mut hook = object();
         hook.kind = "initialization".into();
-        let kind: JsHookKind = hook.declared_kind("learner.trainer.hooks[1]").unwrap();
-        assert_eq!(kind, JsHookKind::Initialization);
+        let kind: JsTrainingHookKind = hook.declared_kind("learner.trainer.hooks[1]").unwrap();
+        assert_eq!(kind, JsTrainingHookKind::Initialization);
         let err = object()
             .declared_kind::<JsSamplerKind>("learner.trainer.sampler")
             .unwrap_err()

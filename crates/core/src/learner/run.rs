@@ -25,7 +25,7 @@ use super::listeners::{ListenerStatus, ListenerView};
 use super::reproducibility::reproducibility_warnings;
 use super::step_losses::StepLosses;
 use super::{EpochReport, LearnOutput, Observer, RunStart, StepProgress, TrainerContext};
-use crate::config::{JsHookKind, LearnerConfig};
+use crate::config::{JsTrainingHookKind, LearnerConfig};
 use crate::data::Shard;
 use crate::distributed::DistEnv;
 use crate::models::draws_from_global_generator;
@@ -65,7 +65,7 @@ pub fn learn(
     let _lease = lease_global_generators(config, observer, &mut warnings);
     let (init_hooks, step_hooks): (Vec<_>, Vec<_>) = js_hooks(config)?
         .into_iter()
-        .partition(|h| h.kind == JsHookKind::Initialization);
+        .partition(|h| h.kind == JsTrainingHookKind::Initialization);
     call_hooks(observer, &init_hooks, "before", config, 0, 0)?;
     let resumed = resume(config, &placement, observer)?;
     let (mut training, at) =

@@ -2,7 +2,9 @@
 
 use super::data::{sampler, DataSources};
 use crate::batching::Batcher;
-use crate::config::{AnyTrainer, AnyTrainingHook, JsHookKind, LearnerConfig, LossTrainerConfig};
+use crate::config::{
+    AnyTrainer, AnyTrainingHook, JsTrainingHookKind, LearnerConfig, LossTrainerConfig,
+};
 use crate::data::{BatchSource, RecordKind, Shard, Staging};
 use crate::learner::trainers::{memory_probe, LossTrainer, MultipleTrainer, RecordDims, Trainer};
 use crate::losses::batchwise::{
@@ -175,7 +177,7 @@ pub(crate) struct JsHook {
     /// How the JavaScript side finds it.
     pub key: String,
     /// When it runs.
-    pub kind: JsHookKind,
+    pub kind: JsTrainingHookKind,
 }
 
 /// The trainers' hooks written in TypeScript, in declaration order.
@@ -271,13 +273,13 @@ mod tests {
             vec![js_hook(&format!("t.{name}"), kind)]
         });
         let hooks = js_hooks(&config).unwrap();
-        let read: Vec<(&str, JsHookKind)> =
+        let read: Vec<(&str, JsTrainingHookKind)> =
             hooks.iter().map(|h| (h.key.as_str(), h.kind)).collect();
         assert_eq!(
             read,
             [
-                ("0:t.a", JsHookKind::Initialization),
-                ("0:t.b", JsHookKind::Step)
+                ("0:t.a", JsTrainingHookKind::Initialization),
+                ("0:t.b", JsTrainingHookKind::Step)
             ]
         );
         let config = two_trainers(|name| vec![js_hook(name, "listener")]);
