@@ -6,8 +6,8 @@ use crate::runtime::dropout_mask;
 use crate::Result;
 
 /// `softmax(q·kᵀ/√d + mask)·v` over `B × heads × T × d` tensors, attending where `keep` (a
-/// boolean mask broadcastable to `B × heads × T × T`) is true, everywhere without one, with
-/// dropout `p` on the attention weights while training.
+/// boolean mask broadcastable to `B × heads × T × T`) is true, with dropout `p` on the attention
+/// weights while training.
 ///
 /// libtorch's fused kernel draws its dropout from the process-wide generator, which a run does
 /// not own: with dropout, the same arithmetic (the kernel's math path) runs with a mask from the
@@ -16,13 +16,20 @@ pub(crate) fn attention(
     q: &Tensor,
     k: &Tensor,
     v: &Tensor,
-    keep: Option<&Tensor>,
+    keep: &Tensor,
     p: f64,
     training: bool,
 ) -> Result<Tensor> {
     if !training || p <= 0.0 {
         return Ok(Tensor::f_scaled_dot_product_attention(
-            q, k, v, keep, 0.0, false, None, false,
+            q,
+            k,
+            v,
+            Some(keep),
+            0.0,
+            false,
+            None,
+            false,
         )?);
     }
     // Reduced-precision inputs (a forward under bf16 autocast) are computed in float32 and
@@ -36,16 +43,14 @@ pub(crate) fn attention(
     // The math path as libtorch writes it: the scale on q (B·h·T·d) rather than on the scores
     // (B·h·T·T), and the padding as an additive bias, whose gradient is the scores' own.
     let head_dim = q.size().last().copied().unwrap_or(1).max(1);
-    let mut scores = q
+    let bias = keep
+        .f_zeros_like()?
+        .f_to_kind(q.kind())?
+        .f_masked_fill(&keep.f_logical_not()?, f64::NEG_INFINITY)?;
+    let scores = q
         .f_mul_scalar(1.0 / (head_dim as f64).sqrt())?
-        .f_matmul(&k.f_transpose(-2, -1)?)?;
-    if let Some(keep) = keep {
-        let bias = keep
-            .f_zeros_like()?
-            .f_to_kind(q.kind())?
-            .f_masked_fill(&keep.f_logical_not()?, f64::NEG_INFINITY)?;
-        scores = scores.f_add(&bias)?;
-    }
+        .f_matmul(&k.f_transpose(-2, -1)?)?
+        .f_add(&bias)?;
     let weights = scores.f_softmax(-1, None::<Kind>)?;
     match dropout_mask(&weights, p, true)? {
         // (w·m)·v·s = (w·m·s)·v: the scale goes on the output, T/d times smaller than w.
@@ -85,11 +90,9 @@ mod tests {
             .repeat([2, 1, 1, 1]);
         for kind in [Kind::BFloat16, Kind::Half] {
             let low = |t: &Tensor| t.to_kind(kind);
-            let out =
-                seeded(|| attention(&low(&q), &low(&k), &low(&v), Some(&keep), 0.1, true).unwrap());
+            let out = seeded(|| attention(&low(&q), &low(&k), &low(&v), &keep, 0.1, true).unwrap());
             let up = |t: &Tensor| low(t).to_kind(Kind::Float);
-            let full =
-                seeded(|| attention(&up(&q), &up(&k), &up(&v), Some(&keep), 0.1, true).unwrap());
+            let full = seeded(|| attention(&up(&q), &up(&k), &up(&v), &keep, 0.1, true).unwrap());
             assert_eq!(out.kind(), kind);
             assert!(
                 out.equal(&full.to_kind(kind)),

@@ -222,24 +222,6 @@ impl Linear {
     pub fn apply(&self, params: &Params, x: &Tensor) -> Result<Tensor> {
         Ok(x.f_linear(params.get(self.weight), self.bias.map(|b| params.get(b)))?)
     }
-
-    /// `layers` (of one input width) applied to `x` side by side, their outputs concatenated:
-    /// one wider product rather than a pass over `x` per layer.
-    pub fn apply_stacked(params: &Params, layers: &[Linear], x: &Tensor) -> Result<Tensor> {
-        let weights: Vec<&Tensor> = layers.iter().map(|l| params.get(l.weight)).collect();
-        let biases = layers
-            .iter()
-            .zip(&weights)
-            .map(|(l, w)| match l.bias {
-                Some(b) => Ok(params.get(b).shallow_clone()),
-                None => Ok(w.f_new_zeros([w.size()[0]], (w.kind(), w.device()))?),
-            })
-            .collect::<Result<Vec<Tensor>>>()?;
-        Ok(x.f_linear(
-            &Tensor::f_cat(&weights, 0)?,
-            Some(Tensor::f_cat(&biases, 0)?),
-        )?)
-    }
 }
 
 /// The parameters of one layer normalisation and its epsilon (1e-5, PyTorch's default, unless
@@ -290,44 +272,5 @@ mod tests {
         let half = Tensor::from_slice(&[1.0f32, 2.0]).to_kind(Kind::Half);
         let id = params.tensor("h", half).unwrap();
         assert_eq!(params.get(id).kind(), Kind::Float);
-    }
-
-    #[test]
-    fn stacked_linear_layers_compute_each_layers_output_side_by_side() {
-        tch::manual_seed(0);
-        let mut params = Params::default();
-        let mut linear = |name: &str, out: i64, bias: bool| {
-            let w = params
-                .tensor(
-                    format!("{name}.w"),
-                    Tensor::randn([out, 4], tch::kind::FLOAT_CPU),
-                )
-                .unwrap();
-            let b = bias.then(|| {
-                params
-                    .tensor(
-                        format!("{name}.b"),
-                        Tensor::randn([out], tch::kind::FLOAT_CPU),
-                    )
-                    .unwrap()
-            });
-            Linear::from_ids(w, b)
-        };
-        let layers = [
-            linear("a", 3, true),
-            linear("b", 2, false),
-            linear("c", 3, true),
-        ];
-        let x = Tensor::randn([5, 4], tch::kind::FLOAT_CPU);
-        let one_by_one = Tensor::cat(
-            &layers
-                .iter()
-                .map(|l| l.apply(&params, &x).unwrap())
-                .collect::<Vec<_>>(),
-            1,
-        );
-        let stacked = Linear::apply_stacked(&params, &layers, &x).unwrap();
-        assert_eq!(stacked.size(), [5, 8]);
-        assert!(stacked.allclose(&one_by_one, 1e-6, 1e-6, false));
     }
 }

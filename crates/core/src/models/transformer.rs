@@ -205,7 +205,7 @@ impl TransformerCrossEncoder {
                 .f_transpose(1, 2)?)
         };
         let (q, k, v) = (split(0)?, split(1)?, split(2)?);
-        let attended = attention(&q, &k, &v, Some(keep), self.config.dropout, self.training)?;
+        let attended = attention(&q, &k, &v, keep, self.config.dropout, self.training)?;
         let attended = attended
             .f_transpose(1, 2)?
             .f_reshape([batch, length, dim])?;

@@ -264,22 +264,22 @@ impl Encoder {
         params: &Params,
         layer: &Layer,
         x: &Tensor,
-        keep: Option<&Tensor>,
+        keep: &Tensor,
         training: bool,
     ) -> Result<Tensor> {
         let s = &self.settings;
         let size = x.size();
         let (batch, length) = (size[0], size[1]);
-        // The three projections in one product, `B × T × 3 × heads × d`, then each
-        // `B × heads × T × d` (views): one pass over x instead of three.
-        let projections = [layer.query, layer.key, layer.value];
-        let qkv = Linear::apply_stacked(params, &projections, x)?
-            .f_view([batch, length, 3, s.heads, s.head_dim()])?
-            .f_permute([2, 0, 3, 1, 4])?;
+        let heads = |linear: &Linear| -> Result<Tensor> {
+            Ok(linear
+                .apply(params, x)?
+                .f_view([batch, length, s.heads, s.head_dim()])?
+                .f_transpose(1, 2)?)
+        };
         let context = attention(
-            &qkv.f_select(0, 0)?,
-            &qkv.f_select(0, 1)?,
-            &qkv.f_select(0, 2)?,
+            &heads(&layer.query)?,
+            &heads(&layer.key)?,
+            &heads(&layer.value)?,
             keep,
             s.attention_dropout,
             training,
@@ -294,19 +294,12 @@ impl Encoder {
     pub fn hidden(&self, params: &Params, input: &EncoderInput, training: bool) -> Result<Tensor> {
         let s = &self.settings;
         let drop = |x: Tensor| dropout(&x, s.hidden_dropout, training);
-        // Boolean key mask, true where a key takes part, broadcast over heads and queries; none
-        // for a batch without padding (most batches in length order), whose attention then runs
-        // the fused kernel's unmasked path.
-        let real = input.mask.f_ne(0)?;
-        let keep = if bool::try_from(real.f_all()?)? {
-            None
-        } else {
-            Some(real.f_unsqueeze(1)?.f_unsqueeze(1)?)
-        };
+        // Boolean key mask, true where a key takes part, broadcast over heads and queries.
+        let keep = input.mask.f_ne(0)?.f_unsqueeze(1)?.f_unsqueeze(1)?;
         let mut x = self.embed(params, input, training)?;
         let distilbert = s.architecture == Architecture::DistilBert;
         for layer in &self.layers {
-            let attended = self.attend(params, layer, &x, keep.as_ref(), training)?;
+            let attended = self.attend(params, layer, &x, &keep, training)?;
             // DistilBERT applies no dropout to the attention output.
             let attended = if distilbert {
                 attended
