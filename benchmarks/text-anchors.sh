@@ -21,7 +21,15 @@
 #                peak is before the closing validation. Both also in mixed precision:
 #                xpm-torch in bf16-mixed, PyTorch under CPU autocast to bfloat16 (faster than
 #                float32 only on a CPU with native bf16: `xpm-torch doctor`'s CPU bf16 line).
-#   TUNE_BF16=0 leaves the mixed-precision runs out.
+#                The closing validation (re-ranking the dev run's 2,000 pairs) is timed on each side.
+#   bf16         embedding and scoring also in mixed precision: xpm-torch with precision
+#                bf16-mixed, sentence-transformers under CPU autocast to bfloat16; checked against
+#                xpm-torch's float32 outputs (no equality goal). INFER_BF16=0 leaves them out,
+#                TUNE_BF16=0 the mixed-precision fine-tuning.
+#   profile      what bounds scoring: transformers' forward over the scoring pairs in length order
+#                under torch.profiler (runners/profile_forward.py; xpm-torch runs the same ATen
+#                operators), in float32 and under autocast bf16: each operator's share of the time,
+#                and the linear layers' GFLOP/s against one large product's on this machine.
 # Texts and pairs come from the hard-negatives data (hard-negatives-data.mjs: invented facts,
 # 8–35 tokens, so nothing is cut at 128 tokens): the texts are its collection's passages,
 # cycled as embed-measure.mjs's texts() does; the pairs its dev run's (query, candidate), 100
@@ -31,7 +39,7 @@
 # Usage: bash benchmarks/text-anchors.sh [repeats (3)]
 #   THREADS (2): intra-op threads of every runner (and OMP/MKL/RAYON_NUM_THREADS)
 #   COUNT (2000): texts and pairs; STEPS (20): fine-tuning steps
-#   TASKS (embedding,scoring,fine-tuning): a subset; BUILD=0: use dist/ as it is (no npm run build)
+#   TASKS (embedding,scoring,fine-tuning,profile): a subset; BUILD=0: use dist/ as it is (no npm run build)
 set -euo pipefail
 
 python_packages=("sentence-transformers==6.2.0" transformers onnx onnxscript)
@@ -42,8 +50,9 @@ repeats="${1:-3}"
 threads="${THREADS:-2}"
 count="${COUNT:-2000}"
 steps="${STEPS:-20}"
-tasks=",${TASKS:-embedding,scoring,fine-tuning},"
+tasks=",${TASKS:-embedding,scoring,fine-tuning,profile},"
 wants() { [[ "$tasks" == *",$1,"* ]]; }
+infer_bf16() { [[ "${INFER_BF16:-1}" != 0 ]]; }
 export OMP_NUM_THREADS="$threads" MKL_NUM_THREADS="$threads" RAYON_NUM_THREADS="$threads" HF_HUB_OFFLINE=1
 
 provision_python
@@ -59,7 +68,7 @@ fi
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
-if wants scoring; then
+if wants scoring || wants profile; then
   # The cross-encoder both sides read, made once: the encoder's weights, a new one-label head.
   cross="$cache/bench-data/minilm-cross-encoder"
   if [[ ! -f "$cross/model.safetensors" ]]; then
@@ -120,12 +129,24 @@ for ((i = 0; i < repeats; i++)); do
       --vectors "$work/embedding-transformers.js-$i.f32" | record embedding transformers.js "$i"
     "$python" "$root/benchmarks/runners/embed_sentence_transformers.py" --model "$model" "${embed_args[@]}" \
       --vectors "$work/embedding-sentence-transformers-$i.f32" | record embedding sentence-transformers "$i"
+    if infer_bf16; then
+      node "$root/benchmarks/runners/embed-xpm-torch.mjs" --model "$model" "${embed_args[@]}" --call "$count" \
+        --precision bf16-mixed --vectors "$work/embedding-xpm-torch bf16-mixed-$i.f32" | record embedding "xpm-torch bf16-mixed" "$i"
+      "$python" "$root/benchmarks/runners/embed_sentence_transformers.py" --model "$model" "${embed_args[@]}" --autocast bf16 \
+        --vectors "$work/embedding-sentence-transformers, autocast bf16-$i.f32" | record embedding "sentence-transformers, autocast bf16" "$i"
+    fi
   fi
   if wants scoring; then
     node "$root/benchmarks/runners/score-xpm-torch.mjs" "${score_args[@]}" \
       --scores "$work/scoring-xpm-torch-$i.f32" | record scoring xpm-torch "$i"
     "$python" "$root/benchmarks/runners/score_sentence_transformers.py" "${score_args[@]}" \
       --scores "$work/scoring-sentence-transformers-$i.f32" | record scoring sentence-transformers "$i"
+    if infer_bf16; then
+      node "$root/benchmarks/runners/score-xpm-torch.mjs" "${score_args[@]}" --precision bf16-mixed \
+        --scores "$work/scoring-xpm-torch bf16-mixed-$i.f32" | record scoring "xpm-torch bf16-mixed" "$i"
+      "$python" "$root/benchmarks/runners/score_sentence_transformers.py" "${score_args[@]}" --autocast bf16 \
+        --scores "$work/scoring-sentence-transformers, autocast bf16-$i.f32" | record scoring "sentence-transformers, autocast bf16" "$i"
+    fi
   fi
   if wants fine-tuning; then
     node "$root/benchmarks/text-ranking-job.mjs" "${tune_args[@]}" --seed "$i" --epochs 1 --steps-per-epoch "$steps" \
@@ -142,6 +163,15 @@ for ((i = 0; i < repeats; i++)); do
     fi
   fi
 done
+
+if wants profile; then
+  echo "== profile" >&2
+  for autocast in "" bf16; do
+    [[ -z "$autocast" ]] || infer_bf16 || continue
+    (cd "$root/benchmarks/runners" && "$python" profile_forward.py "${score_args[@]}" ${autocast:+--autocast "$autocast"}) 2>/dev/null |
+      record profile "transformers forward" 0
+  done
+fi
 
 "$python" - "$out" "$work" "$root/benchmarks/results/text-anchors.md" "$count" "$threads" "$repeats" "$steps" \
   "$load_before" <<'PY'
@@ -191,18 +221,30 @@ def rate(run):
     return per_epoch if isinstance(per_epoch, (int, float)) else statistics.mean(per_epoch)
 
 
+def last_validation(run):
+    """The seconds of a fine-tuning run's closing validation."""
+    seconds = run["validationSeconds"]
+    return seconds[-1] if isinstance(seconds, list) else seconds
+
+
 def peak(run):
     return run["peakTrainingMiB"] if run["task"] == "fine-tuning" else run["peakMiB"]
 
 
 def check(task, mine):
-    """The equality check of an anchor's runs (the worst of its repeats), or its training loss."""
+    """The equality check of an anchor's runs (the worst of its repeats), or its training loss;
+    for a bfloat16 runner, its distance from xpm-torch's float32 outputs, with no goal."""
+    bf16 = "bf16" in mine[0]["runner"]
     if task == "embedding":
         worst = min(r["minCosine"] for r in mine)
+        if bf16:
+            return f"least cosine to xpm-torch float32 1 − {1 - worst:.1e} (bfloat16: no equality goal)"
         return f"least cosine 1 − {1 - worst:.1e} {'✓' if worst >= 0.99999 else '✗'} (goal ≥ 0.99999)"
     if task == "scoring":
         worst = max(r["maxAbsDiff"] for r in mine)
         scale = max(r["maxAbsScore"] for r in mine)
+        if bf16:
+            return f"max abs. difference to xpm-torch float32 {worst:.1e} (bfloat16: no equality goal; scores up to {scale:.2f})"
         return f"max abs. difference {worst:.1e} {'✓' if worst <= 1e-4 else '✗'} (goal ≤ 1e-4; scores up to {scale:.2f})"
     losses = [statistics.mean(r["losses"]) for r in mine]
     return f"mean training loss {statistics.median(losses):.4f} (own draws: no equality)"
@@ -241,12 +283,29 @@ for task, (title, unit) in titles.items():
         verdict = check(task, mine) if name != "xpm-torch" or task == "fine-tuning" else "(the reference of the checks)"
         lines.append(f"| {name} | {len(mine)} | {median_rate:.{digits}f} | {min(rates):.{digits}f}–{max(rates):.{digits}f} |"
                      f" {median_peak:.0f} | {ratios[0]} | {ratios[1]} | {verdict} |")
-    mixed, torch32 = medians.get("xpm-torch bf16-mixed"), medians.get("PyTorch + transformers")
+    mixed = medians.get("xpm-torch bf16-mixed")
+    if task in ("embedding", "scoring") and mixed:
+        against = [f"{mixed[0] / medians[name][0]:.2f}× {name}" for name in runners if not name.startswith("xpm-torch")]
+        lines += ["", f"xpm-torch bf16-mixed: {', '.join(against)} ({unit})."]
+    if task == "fine-tuning":
+        closing = [(name, statistics.median(last_validation(r) for r in in_task if r["runner"] == name))
+                   for name in runners]
+        lines += ["", f"Closing validation (re-ranking the dev run's pairs), median seconds: "
+                  + ", ".join(f"{name} {seconds:.1f}" for name, seconds in closing) + "."]
+    torch32 = medians.get("PyTorch + transformers")
     if task == "fine-tuning" and mixed and torch32:
         torch16 = medians.get("PyTorch + transformers, autocast bf16")
         against16 = f", {mixed[0] / torch16[0]:.2f}× PyTorch + transformers under autocast bf16" if torch16 else ""
         lines += ["", f"xpm-torch bf16-mixed: {mixed[0] / torch32[0]:.2f}× the steps/s of PyTorch + transformers in"
                   f" float32 at {mixed[1] / torch32[1]:.2f}× its peak{against16}."]
+for run in (r for r in runs if r["task"] == "profile"):
+    waste = run["paddedTokens"] / run["tokens"] - 1
+    lines += ["", f"### What bounds scoring: {run['runner']}, operator by operator (torch.profiler, self time)", "",
+              f"{run['pairs']:,} pairs in length order: {run['tokens']:,} tokens, {waste:.1%} more padded;"
+              f" {run['pairs'] / run['seconds']:.0f} pairs/s without the profiler. The linear layers' products run at"
+              f" {run['linearGflops']:.0f} GFLOP/s, one 1,024-row product of the same width at {run['peakGflops']:.0f}.",
+              "", "| operator | share of the time | calls |", "|---|---|---|"]
+    lines += [f"| {op['name']} | {op['share']:.1%} | {op['calls']} |" for op in run["ops"]]
 text = "\n".join(lines) + "\n"
 print(text, end="")
 with open(markdown, "w") as written:

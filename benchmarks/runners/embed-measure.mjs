@@ -23,7 +23,8 @@ export function texts(collection, count) {
  * The options both runners take: --model DIR --texts FILE [--count 2000] [--batch 32]
  * [--threads 2] [--call N]: texts per embed call (default one batch, as a user's loop; the whole
  * count in one call lets the library order them by length); [--vectors FILE]: also write the
- * vectors there, in the texts' order, as float32 little-endian rows (after the measures).
+ * vectors there, in the texts' order, as float32 little-endian rows (after the measures);
+ * [--precision 32-true]: the precision of xpm-torch's forwards (32-true or bf16-mixed).
  */
 export function options(argv) {
   const get = (name, fallback) => {
@@ -41,6 +42,7 @@ export function options(argv) {
     threads: Number(get("threads", 2)),
     call: Number(get("call", get("batch", 32))),
     vectors: get("vectors"),
+    precision: get("precision", "32-true"),
   };
 }
 
@@ -63,7 +65,7 @@ export async function measure(runner, argv, open, embed) {
   }
   const seconds = (performance.now() - started) / 1000;
   console.log(
-    JSON.stringify({ runner, call: job.call, vectors, seconds, nodeMiB, openPeakMiB, openMiB, peakMiB: peakMiB(), afterMiB: residentMiB() }),
+    JSON.stringify({ runner: job.precision === "32-true" ? runner : `${runner} ${job.precision}`, call: job.call, vectors, seconds, nodeMiB, openPeakMiB, openMiB, peakMiB: peakMiB(), afterMiB: residentMiB() }),
   );
   if (job.vectors) writeFileSync(job.vectors, Buffer.concat(kept.map((v) => Buffer.from(v.buffer, v.byteOffset, v.byteLength))));
 }

@@ -30,6 +30,11 @@ def read_texts(collection, count):
     return [base[i] if i < len(base) else f"{base[i % len(base)]} {i}" for i in range(count)]
 
 
+def runner_name(autocast):
+    """The runner's name in the results, with its autocast if any."""
+    return "sentence-transformers" + (f", autocast {autocast}" if autocast else "")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", required=True)
@@ -39,6 +44,8 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--call", type=int, help="texts per encode call (default: all of them)")
     parser.add_argument("--max-length", type=int, default=128)
+    parser.add_argument("--autocast", choices=["bf16"],
+                        help="run the forwards under CPU autocast to bfloat16 (the runner is then named so)")
     parser.add_argument("--vectors", help="write the vectors here (float32 little-endian rows)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -49,12 +56,13 @@ def main():
     model.max_seq_length = args.max_length
     open_peak_mib, open_mib = peak_mib(), resident_mib()
     started = time.perf_counter()
-    batches = [model.encode(texts[i:i + call], batch_size=args.batch, convert_to_numpy=True, show_progress_bar=False)
-               for i in range(0, len(texts), call)]
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.autocast == "bf16"):
+        batches = [model.encode(texts[i:i + call], batch_size=args.batch, convert_to_numpy=True, show_progress_bar=False)
+                   for i in range(0, len(texts), call)]
     seconds = time.perf_counter() - started
-    vectors = np.concatenate(batches)
+    vectors = np.concatenate(batches).astype(np.float32)
     print(json.dumps({
-        "runner": "sentence-transformers", "call": call, "vectors": len(vectors), "seconds": seconds,
+        "runner": runner_name(args.autocast), "call": call, "vectors": len(vectors), "seconds": seconds,
         **inference_measures(before_open_mib, open_peak_mib, open_mib),
     }), flush=True)
     if args.vectors:

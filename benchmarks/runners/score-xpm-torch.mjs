@@ -5,7 +5,7 @@
 // The anchor is score_sentence_transformers.py.
 //
 // Usage: node score-xpm-torch.mjs --model DIR --pairs FILE [--count 2000] [--batch 32]
-//   [--threads 2] [--scores FILE]
+//   [--threads 2] [--precision 32-true|bf16-mixed] [--scores FILE]
 // --pairs: lines of query<TAB>passage, the first --count taken; --scores: also write the scores
 // (the raw logits) there, in the pairs' order, as float32 little-endian (after the measures).
 // Prints one JSON line with the fields of embed-measure.mjs, pairs for vectors: runner, call,
@@ -26,6 +26,7 @@ if (!model || !file) throw new Error("usage: score-xpm-torch.mjs --model DIR --p
 const count = Number(get("count", 2000));
 const batchSize = Number(get("batch", 32));
 const numThreads = Number(get("threads", 2));
+const precision = get("precision", "32-true");
 
 const pairs = readFileSync(file, "utf8")
   .split("\n")
@@ -42,6 +43,7 @@ const scorer = loadModel(CrossEncoder.C({ encoder: HFEncoder.C({ id: "all-MiniLM
   device: "cpu",
   batchSize,
   numThreads,
+  precision,
 });
 const openPeakMiB = peakMiB();
 const openMiB = residentMiB();
@@ -49,7 +51,7 @@ const started = performance.now();
 const scores = await scorer.score(pairs);
 const seconds = (performance.now() - started) / 1000;
 console.log(
-  JSON.stringify({ runner: "xpm-torch", call: pairs.length, pairs: scores.length, seconds, nodeMiB, openPeakMiB, openMiB, peakMiB: peakMiB(), afterMiB: residentMiB() }),
+  JSON.stringify({ runner: precision === "32-true" ? "xpm-torch" : `xpm-torch ${precision}`, call: pairs.length, pairs: scores.length, seconds, nodeMiB, openPeakMiB, openMiB, peakMiB: peakMiB(), afterMiB: residentMiB() }),
 );
 const scoresFile = get("scores");
 if (scoresFile) writeFileSync(scoresFile, Buffer.from(Float32Array.from(scores).buffer));

@@ -16,6 +16,7 @@ import time
 import torch
 from sentence_transformers import CrossEncoder
 
+from embed_sentence_transformers import runner_name
 from process_memory import inference_measures, peak_mib, resident_mib
 
 
@@ -36,6 +37,8 @@ def main():
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--max-length", type=int, default=128)
+    parser.add_argument("--autocast", choices=["bf16"],
+                        help="run the forwards under CPU autocast to bfloat16 (the runner is then named so)")
     parser.add_argument("--scores", help="write the scores here (float32 little-endian)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -45,10 +48,11 @@ def main():
                          activation_fn=torch.nn.Identity())
     open_peak_mib, open_mib = peak_mib(), resident_mib()
     started = time.perf_counter()
-    scores = model.predict(pairs, batch_size=args.batch, convert_to_numpy=True, show_progress_bar=False)
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.autocast == "bf16"):
+        scores = model.predict(pairs, batch_size=args.batch, convert_to_numpy=True, show_progress_bar=False)
     seconds = time.perf_counter() - started
     print(json.dumps({
-        "runner": "sentence-transformers", "call": len(pairs), "pairs": len(scores), "seconds": seconds,
+        "runner": runner_name(args.autocast), "call": len(pairs), "pairs": len(scores), "seconds": seconds,
         **inference_measures(before_open_mib, open_peak_mib, open_mib),
     }), flush=True)
     if args.scores:

@@ -25,9 +25,9 @@ start from (text-ranking-job.mjs --model DIR).
 
 Prints one JSON object: {"seed", "mrr10": [before, after], "losses": [...], "seconds" (the
 training steps only: no model loading, no validation), "stepsPerSecond" (steps over those
-seconds), "peakTrainingMiB" (the process's peak resident memory, VmHWM, before the last
-validation: setup and training), "peakMiB" (at the end, validation included)}: the last three
-as text-ranking-job.mjs names them.
+seconds), "validationSeconds" (the last validation), "peakTrainingMiB" (the process's peak
+resident memory, VmHWM, before the last validation: setup and training), "peakMiB" (at the end,
+validation included)}: the last four as text-ranking-job.mjs names them.
 """
 import argparse
 import contextlib
@@ -248,9 +248,12 @@ def main():
         losses.append(loss.item())
     seconds = time.time() - started
     training_peak = peak_mib()
+    validation_started = time.time()
     after = validate()
+    validation_seconds = time.time() - validation_started
     print(json.dumps({"seed": args.seed, "mrr10": [before, after], "losses": losses, "seconds": seconds,
-                      "stepsPerSecond": args.steps / seconds, "peakTrainingMiB": training_peak, "peakMiB": peak_mib()}))
+                      "stepsPerSecond": args.steps / seconds, "validationSeconds": validation_seconds,
+                      "peakTrainingMiB": training_peak, "peakMiB": peak_mib()}))
 
 
 if __name__ == "__main__":
