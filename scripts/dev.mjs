@@ -4,7 +4,7 @@
 // builds the Rust addon, then does what was asked. Every step is skipped or incremental when
 // already done. Only Node built-ins here: this runs before node_modules exists.
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -67,6 +67,9 @@ function npmPackages() {
 
 function typescript() {
   step("TypeScript");
+  // tsc leaves the output of a source that was moved or deleted: dist/ would ship it (and
+  // source maps naming sources that are gone). It holds tsc's output alone.
+  rmSync(join(root, "dist"), { recursive: true, force: true });
   run(bin("tsc"), ["-p", "tsconfig.json"]);
 }
 
