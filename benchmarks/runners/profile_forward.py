@@ -12,7 +12,6 @@ Prints one JSON line: runner, pairs, tokens (real), paddedTokens, seconds (the f
 profiler), linearGflops (2·MACs of the linear layers over the forwards' addmm time), peakGflops
 (one 1,024 × H by H × 4H product), ops: [{name, share, calls}] (self CPU time, largest first).
 """
-import argparse
 import json
 import time
 
@@ -20,19 +19,11 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 from transformers import AutoTokenizer, BertForSequenceClassification
 
-from score_sentence_transformers import read_pairs
+from score_sentence_transformers import pair_arguments, read_pairs
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--model", required=True)
-    parser.add_argument("--pairs", required=True)
-    parser.add_argument("--count", type=int, default=2000)
-    parser.add_argument("--batch", type=int, default=32)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--max-length", type=int, default=128)
-    parser.add_argument("--autocast", choices=["bf16"])
-    args = parser.parse_args()
+    args = pair_arguments().parse_args()
     torch.set_num_threads(args.threads)
     tokenizer = AutoTokenizer.from_pretrained(args.model)
     model = BertForSequenceClassification.from_pretrained(args.model, attn_implementation="sdpa").eval()

@@ -29,7 +29,9 @@ def read_pairs(path, count):
     return pairs
 
 
-def main():
+def pair_arguments():
+    """The options of the runners over the scoring pairs: model, pairs, count, batch, threads,
+    max length and autocast."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", required=True)
     parser.add_argument("--pairs", required=True)
@@ -39,6 +41,11 @@ def main():
     parser.add_argument("--max-length", type=int, default=128)
     parser.add_argument("--autocast", choices=["bf16"],
                         help="run the forwards under CPU autocast to bfloat16 (the runner is then named so)")
+    return parser
+
+
+def main():
+    parser = pair_arguments()
     parser.add_argument("--scores", help="write the scores here (float32 little-endian)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
