@@ -9,10 +9,15 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 
 use xpm_torch_core::config::{parse_learner, LearnerConfig};
-use xpm_torch_core::learner::{learn, LearnOutput, NoObserver, Observer, StepProgress};
+use xpm_torch_core::learner::{learn, LearnOutput, NoObserver};
+
+#[path = "../tests/support/cancel.rs"]
+mod cancel;
+
+use cancel::learn_cancelled_at;
 
 const MLP: &str = r#"{"__xpmtype__":"xpm_torch.models.MLP","input_dim":16,"hidden_dims":[64,32],"activation":"relu","dropout":0.2,"layer_norm":false}"#;
 const CROSS: &str = r#"{"__xpmtype__":"xpm_torch.models.TransformerCrossEncoder","vocab_size":200,"dim":32,"heads":2,"layers":1,"ffn_dim":64,"max_length":32,"dropout":0.2}"#;
@@ -69,20 +74,6 @@ fn fresh_dir(label: &str) -> PathBuf {
     dir
 }
 
-struct CancelAt<'a> {
-    step: u64,
-    flag: &'a AtomicBool,
-}
-
-impl Observer for CancelAt<'_> {
-    fn on_step(&mut self, progress: StepProgress) -> xpm_torch_core::Result<()> {
-        if progress.step >= self.step {
-            self.flag.store(true, Ordering::Relaxed);
-        }
-        Ok(())
-    }
-}
-
 fn weights(out: &LearnOutput) -> Vec<u8> {
     std::fs::read(out.learned_model.as_ref().unwrap()).unwrap()
 }
@@ -102,15 +93,7 @@ fn check(name: &str, model: &str, accelerator: &str) -> serde_json::Value {
         let first = run(&config("a"))?;
         let second = run(&config("b"))?;
         let interrupted = config("c");
-        let flag = AtomicBool::new(false);
-        let stopped = learn(
-            &interrupted,
-            &mut CancelAt {
-                step: 27,
-                flag: &flag,
-            },
-            &flag,
-        );
+        let stopped = learn_cancelled_at(&interrupted, 27);
         let resumed = run(&interrupted)?;
         Ok(serde_json::json!({
             "model": name,

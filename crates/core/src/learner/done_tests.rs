@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
 use super::checkpoint::{arm, disarm, epoch_dir_name, verify_checkpoint_dir, Stage};
-use super::run::tests::CancelAfter;
+use super::run::tests::learn_cancelled_after;
 use super::{learn, LearnOutput, NoObserver};
 use crate::config::parse_learner;
 use crate::config::tests_support::{demo_config_json, scratch_dir};
@@ -174,12 +174,7 @@ fn an_interrupted_run_keeps_it_to_resume_from() {
     let dir = scratch_dir();
     let root = dir.join("checkpoints");
     let config = config_in(&dir, &demo_config_json());
-    let flag = AtomicBool::new(false);
-    let mut cancel = CancelAfter {
-        steps: 27,
-        flag: &flag,
-    };
-    let err = learn(&config, &mut cancel, &flag).unwrap_err();
+    let err = learn_cancelled_after(&config, 27).unwrap_err();
     assert_eq!(err.code(), "ERR_INTERRUPTED");
     assert_eq!(files(&root.join(epoch_dir_name(1))), WHOLE);
     assert_eq!(files(&root.join("interrupted")), WHOLE);

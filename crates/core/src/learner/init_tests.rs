@@ -7,7 +7,7 @@ use std::sync::atomic::AtomicBool;
 use tch::Tensor;
 
 use super::build::build;
-use super::run::tests::CancelAfter;
+use super::run::tests::learn_cancelled_after;
 use super::{learn, LearnOutput, NoObserver};
 use crate::config::parse_learner;
 use crate::config::tests_support::{demo_config_json, scratch_dir};
@@ -86,16 +86,7 @@ fn a_learner_initialised_from_another_starts_with_its_weights_and_resumes_exactl
     let whole = learn(&whole, &mut NoObserver, &AtomicBool::new(false)).unwrap();
     let dir = scratch_dir();
     let config = parse_learner(&b_json(DEMO_MODEL, &a_file, &dir)).unwrap();
-    let flag = AtomicBool::new(false);
-    let err = learn(
-        &config,
-        &mut CancelAfter {
-            steps: 27,
-            flag: &flag,
-        },
-        &flag,
-    )
-    .unwrap_err();
+    let err = learn_cancelled_after(&config, 27).unwrap_err();
     assert_eq!(err.code(), "ERR_INTERRUPTED");
     let resumed = learn(&config, &mut NoObserver, &AtomicBool::new(false)).unwrap();
     assert!(resumed.resumed_from.is_some());

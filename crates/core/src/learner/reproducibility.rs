@@ -46,15 +46,9 @@ mod tests {
     use crate::runtime::Hardware;
 
     fn runtime(config: &LearnerConfig, cuda_devices: usize) -> Runtime {
-        Runtime::for_hardware(
-            &config.fabric_config,
-            Hardware {
-                cuda_devices,
-                native_cpu_bf16: true,
-            },
-        )
-        .unwrap()
-        .0
+        Runtime::for_hardware(&config.fabric_config, Hardware::with_gpus(cuda_devices))
+            .unwrap()
+            .0
     }
 
     #[test]

@@ -108,15 +108,9 @@ mod tests {
 
     fn runtime(precision: &str) -> Runtime {
         let config = crate::config::tests_support::cpu_fabric(precision);
-        Runtime::for_hardware(
-            &config,
-            Hardware {
-                cuda_devices: 0,
-                native_cpu_bf16: true,
-            },
-        )
-        .unwrap()
-        .0
+        Runtime::for_hardware(&config, Hardware::with_gpus(0))
+            .unwrap()
+            .0
     }
 
     fn mlp() -> Box<dyn Model> {

@@ -41,6 +41,15 @@ pub struct Hardware {
 }
 
 impl Hardware {
+    /// `cuda_devices` GPUs beside a CPU with native bfloat16: the machine tests describe.
+    #[cfg(test)]
+    pub(crate) const fn with_gpus(cuda_devices: usize) -> Self {
+        Hardware {
+            cuda_devices,
+            native_cpu_bf16: true,
+        }
+    }
+
     /// Opens the CUDA library (see [`super::cuda_library`]) and counts the devices; 0 when CUDA
     /// is unusable.
     pub fn detect() -> Self {
@@ -176,14 +185,8 @@ pub fn resolve_devices(
 mod tests {
     use super::*;
 
-    const CPU_ONLY: Hardware = Hardware {
-        cuda_devices: 0,
-        native_cpu_bf16: true,
-    };
-    const TWO_GPUS: Hardware = Hardware {
-        cuda_devices: 2,
-        native_cpu_bf16: true,
-    };
+    const CPU_ONLY: Hardware = Hardware::with_gpus(0);
+    const TWO_GPUS: Hardware = Hardware::with_gpus(2);
 
     fn resolve(acc: &str, dev: &str, hw: Hardware) -> Result<Vec<Device>> {
         let acc: config::Accelerator = acc.parse().unwrap();

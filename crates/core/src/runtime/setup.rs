@@ -324,14 +324,8 @@ mod tests {
         }
     }
 
-    const CPU_ONLY: Hardware = Hardware {
-        cuda_devices: 0,
-        native_cpu_bf16: true,
-    };
-    const ONE_GPU: Hardware = Hardware {
-        cuda_devices: 1,
-        native_cpu_bf16: true,
-    };
+    const CPU_ONLY: Hardware = Hardware::with_gpus(0);
+    const ONE_GPU: Hardware = Hardware::with_gpus(1);
 
     #[test]
     fn sixteen_mixed_on_the_cpu_is_a_clear_error() {
@@ -414,10 +408,7 @@ mod tests {
         let mut c = fabric("32-true", "cuda");
         c.strategy = Strategy::Ddp;
         c.devices = "2".into();
-        let hw = Hardware {
-            cuda_devices: 2,
-            native_cpu_bf16: true,
-        };
+        let hw = Hardware::with_gpus(2);
         let (rt, _) = Runtime::for_rank(&c, hw, 0).unwrap();
         assert_eq!((rt.device, rt.devices.len()), (Device::Cuda(0), 2));
         assert_eq!(
@@ -485,15 +476,7 @@ mod tests {
         // ... and so ddp's device choice applies to it.
         let mut on_gpus = fabric("32-true", "cuda");
         on_gpus.devices = "2".into();
-        let (rt, _) = Runtime::for_rank(
-            &on_gpus,
-            Hardware {
-                cuda_devices: 2,
-                native_cpu_bf16: true,
-            },
-            1,
-        )
-        .unwrap();
+        let (rt, _) = Runtime::for_rank(&on_gpus, Hardware::with_gpus(2), 1).unwrap();
         assert_eq!(rt.device, Device::Cuda(1));
         c.strategy = Strategy::Ddp;
         let (rt, _) = Runtime::for_hardware(&c, CPU_ONLY).unwrap();

@@ -3,11 +3,12 @@
 //! interrupted and resumed ends like an uninterrupted one — for the built-in models and for a
 //! TorchScript module's own dropout.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 
 use xpm_torch_core::config::{parse_learner, LearnerConfig};
-use xpm_torch_core::learner::{learn, LearnOutput, NoObserver, Observer, StepProgress};
+use xpm_torch_core::learner::{learn, LearnOutput, NoObserver};
 
+use super::cancel::learn_cancelled_at;
 use super::{features_learner_json, fixture, loss_bits, text_learner_json, CROSS_ENCODER, LENGTHS};
 
 const DROPOUT_MLP: &str = r#"{"__xpmtype__":"xpm_torch.models.MLP","input_dim":8,"hidden_dims":[16,16],"activation":"relu","dropout":0.3,"layer_norm":false}"#;
@@ -76,20 +77,6 @@ fn two_runs_with_one_seed_end_with_the_same_bytes_side_by_side_or_in_turn() {
     }
 }
 
-struct CancelAt<'a> {
-    step: u64,
-    flag: &'a AtomicBool,
-}
-
-impl Observer for CancelAt<'_> {
-    fn on_step(&mut self, progress: StepProgress) -> xpm_torch_core::Result<()> {
-        if progress.step >= self.step {
-            self.flag.store(true, Ordering::Relaxed);
-        }
-        Ok(())
-    }
-}
-
 #[test]
 fn an_interrupted_run_resumes_with_the_same_masks() {
     for (name, config) in dropout_configs() {
@@ -97,17 +84,8 @@ fn an_interrupted_run_resumes_with_the_same_masks() {
         let resumed_config = config();
         // Inside the second epoch, then again from the checkpoint of the first epoch's end
         // (the interrupted checkpoint is newer and is taken first).
-        let flag = AtomicBool::new(false);
         let steps = resumed_config.steps_per_epoch;
-        let err = learn(
-            &resumed_config,
-            &mut CancelAt {
-                step: steps + 2,
-                flag: &flag,
-            },
-            &flag,
-        )
-        .unwrap_err();
+        let err = learn_cancelled_at(&resumed_config, steps + 2).unwrap_err();
         assert_eq!(err.code(), "ERR_INTERRUPTED", "{name}: {err}");
         let resumed = run(&resumed_config);
         assert!(

@@ -5,6 +5,8 @@
 //! probability outputs in `sigmoid.rs`, of Hugging Face encoders in `hf.rs`.
 #![allow(clippy::unwrap_used)]
 
+#[path = "../support/cancel.rs"]
+mod cancel;
 #[path = "../support/scratch.rs"]
 mod scratch;
 

@@ -6,9 +6,9 @@ use crate::config::tests_support::{demo_config_json, scratch_dir};
 use crate::learner::NoObserver;
 
 /// Raises `flag` once step `steps` is done: a cancellation at a chosen step.
-pub(in crate::learner) struct CancelAfter<'a> {
-    pub steps: u64,
-    pub flag: &'a AtomicBool,
+struct CancelAfter<'a> {
+    steps: u64,
+    flag: &'a AtomicBool,
 }
 
 impl Observer for CancelAfter<'_> {
@@ -18,6 +18,15 @@ impl Observer for CancelAfter<'_> {
         }
         Ok(())
     }
+}
+
+/// `config`'s run, cancelled once step `steps` is done.
+pub(in crate::learner) fn learn_cancelled_after(
+    config: &LearnerConfig,
+    steps: u64,
+) -> Result<LearnOutput> {
+    let flag = AtomicBool::new(false);
+    learn(config, &mut CancelAfter { steps, flag: &flag }, &flag)
 }
 
 pub(super) fn config_in(dir: &Path) -> LearnerConfig {
@@ -87,17 +96,8 @@ fn cancellation_writes_a_checkpoint_and_resuming_matches_an_uninterrupted_run() 
     let whole = run_demo(&demo_config_json());
     let dir = scratch_dir();
     let config = config_in(&dir);
-    let flag = AtomicBool::new(false);
     // Interrupted in the middle of the second epoch (20 steps per epoch).
-    let err = learn(
-        &config,
-        &mut CancelAfter {
-            steps: 27,
-            flag: &flag,
-        },
-        &flag,
-    )
-    .unwrap_err();
+    let err = learn_cancelled_after(&config, 27).unwrap_err();
     assert_eq!(err.code(), "ERR_INTERRUPTED");
     assert!(
         err.to_string()
